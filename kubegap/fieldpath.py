@@ -1,0 +1,46 @@
+"""Field paths: a tuple of keys and indexes, rendered as `spec.containers[0].env[3]`.
+
+Keys that are not plain identifiers (annotation names, map keys with dots or slashes) render in
+brackets, `metadata.annotations['kubegap.dev/step-time']`, so that `parse(render(p)) == p`.
+"""
+
+from __future__ import annotations
+
+import re
+
+FieldPath = tuple[str | int, ...]
+
+_PLAIN = re.compile(r"[A-Za-z_$][A-Za-z0-9_$-]*\Z")
+_TOKEN = re.compile(r"\.?([A-Za-z_$][A-Za-z0-9_$-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]")
+
+
+def render(path: FieldPath) -> str:
+    out: list[str] = []
+    for part in path:
+        if isinstance(part, int):
+            out.append(f"[{part}]")
+        elif _PLAIN.match(part):
+            out.append(f".{part}" if out else part)
+        else:
+            escaped = part.replace("\\", "\\\\").replace("'", "\\'")
+            out.append(f"['{escaped}']")
+    return "".join(out)
+
+
+def parse(text: str) -> FieldPath:
+    """Inverse of `render`; raises ValueError on text that `render` cannot produce."""
+    parts: list[str | int] = []
+    pos = 0
+    while pos < len(text):
+        match = _TOKEN.match(text, pos)
+        if match is None or match.end() == pos:
+            raise ValueError(f"not a field path: {text!r} (at offset {pos})")
+        name, index, quoted = match.groups()
+        if name is not None:
+            parts.append(name)
+        elif index is not None:
+            parts.append(int(index))
+        else:
+            parts.append(re.sub(r"\\(.)", r"\1", quoted))
+        pos = match.end()
+    return tuple(parts)

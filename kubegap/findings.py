@@ -1,0 +1,150 @@
+"""The finding record shared by every enforcement point and output format (RULES.md §4)."""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+
+class Severity(enum.Enum):
+    CRITICAL = "critical"
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        """Higher is worse; `--fail-on high` fails on every finding whose rank is at least HIGH's."""
+        return _RANK[self]
+
+    def __ge__(self, other: object) -> bool:
+        if not isinstance(other, Severity):
+            return NotImplemented
+        return self.rank >= other.rank
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Severity):
+            return NotImplemented
+        return self.rank < other.rank
+
+
+_RANK = {Severity.INFO: 0, Severity.LOW: 1, Severity.MEDIUM: 2, Severity.HIGH: 3, Severity.CRITICAL: 4}
+
+
+class Result(enum.Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    ERROR = "error"  # the evaluation itself failed: never counted as a pass
+    SKIP = "skip"  # exempted by annotation; the reason is in the message
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    api_version: str
+    kind: str
+    namespace: str | None
+    name: str
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any]) -> ObjectRef:
+        meta = obj.get("metadata")
+        meta = meta if isinstance(meta, Mapping) else {}
+        name = meta.get("name") or meta.get("generateName") or ""
+        namespace = meta.get("namespace")
+        return cls(
+            api_version=str(obj.get("apiVersion", "")),
+            kind=str(obj.get("kind", "")),
+            namespace=str(namespace) if namespace else None,
+            name=str(name),
+        )
+
+    def display(self) -> str:
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind}/{where}{self.name}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace, "name": self.name}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    policy: str
+    rule: str
+    severity: Severity
+    result: Result
+    message: str
+    remediation: str
+    object: ObjectRef
+    role: str | None = None
+    container: str | None = None
+    path: str | None = None
+    file: str | None = None
+    document: int | None = None
+    line: int | None = None
+    column: int | None = None
+    # Where a value could not be seen (Secret, ConfigMap not in the input): listed, never silently a pass.
+    unresolved: tuple[str, ...] = ()
+
+    def located(self, file: str | None, document: int | None, line: int | None, column: int | None) -> Finding:
+        return replace(self, file=file, document=document, line=line, column=column)
+
+    def key(self) -> tuple[str, str, str, str, str, str | None, str | None, str | None]:
+        """What identifies a finding across enforcement points (lint, audit and webhook must agree on it)."""
+        ref = self.object
+        return (self.policy, self.rule, ref.kind, ref.namespace or "", ref.name, self.role, self.container,
+                self.path)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy,
+            "rule": self.rule,
+            "severity": self.severity.value,
+            "result": self.result.value,
+            "message": self.message,
+            "remediation": self.remediation,
+            "object": self.object.to_json(),
+            "role": self.role,
+            "container": self.container,
+            "path": self.path,
+            "file": self.file,
+            "document": self.document,
+            "line": self.line,
+            "column": self.column,
+            "unresolved": list(self.unresolved),
+        }
+
+
+@dataclass(slots=True)
+class Summary:
+    """Counts for one run; mutable while a run accumulates, rendered once at the end."""
+
+    objects: int = 0  # supported objects evaluated
+    not_applicable: int = 0  # documents of kinds no policy reads, or no policy applied to
+    invalid: int = 0  # documents that could not be read
+    results: Counter[str] = field(default_factory=Counter)  # by Result value, passes included
+    severities: Counter[str] = field(default_factory=Counter)  # failing findings by severity
+
+    def add(self, results: Iterable[Finding]) -> None:
+        for finding in results:
+            self.results[finding.result.value] += 1
+            if finding.result is Result.FAIL:
+                self.severities[finding.severity.value] += 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "objects": self.objects,
+            "notApplicable": self.not_applicable,
+            "invalid": self.invalid,
+            "results": {r.value: self.results.get(r.value, 0) for r in Result},
+            "failuresBySeverity": {s.value: self.severities.get(s.value, 0) for s in Severity},
+        }
+
+
+def worst(findings: Iterable[Finding]) -> Severity | None:
+    """The highest severity among failing or errored findings (skips never fail a run)."""
+    ranked = [f.severity for f in findings if f.result in (Result.FAIL, Result.ERROR)]
+    return max(ranked, key=lambda s: s.rank) if ranked else None
