@@ -1,9 +1,23 @@
-"""Where pod templates live in each supported kind (RULES.md §1): a table, not `if` chains."""
+"""Where pod templates live in each supported kind (RULES.md §1): a table, not `if` chains.
+
+Kinds are matched by API group and kind whatever the version. `workload_of` never raises on malformed
+input, because a bad manifest must become a finding, not a crash:
+
+- a value that is not a mapping where a mapping is expected counts as absent;
+- a replica-like count that is not a non-negative int (`true` is not an int here) takes the default;
+- a fixed template slot (a Job's `spec.template`, a RayCluster's head) always yields its template, empty
+  when absent; entries of replica maps and lists that are not mappings are skipped, but their list index
+  still counts in the paths of the entries after them; replica-map keys that are not strings are skipped
+  (JSON object keys are strings, so only hand-written YAML can produce them);
+- a container entry that is not a mapping is skipped (its index still counts); a container's name is its
+  `name` when that is a string, else "". Role names read from the object follow the same rule.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from kubegap.fieldpath import FieldPath
@@ -35,6 +49,239 @@ class Workload:
     templates: tuple[PodTemplate, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class KindInfo:
+    """How to find a kind in a cluster: audit lists `plural` at the first of `versions` the server serves."""
+
+    group: str  # "" for core
+    kind: str
+    plural: str  # resource name for the API, e.g. "pytorchjobs"
+    namespaced: bool
+    versions: tuple[str, ...]  # API versions verified against upstream types, preferred first
+
+
+_EMPTY: Mapping[str, Any] = {}
+_Extract = Callable[[Mapping[str, Any]], tuple[PodTemplate, ...]]
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else _EMPTY
+
+
+def _count(value: Any, default: int) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return default
+
+
+def _name(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _dig(obj: Mapping[str, Any], path: FieldPath) -> Any:
+    """The value at a path of mapping keys, None where any step is missing or not a mapping."""
+    value: Any = obj
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _entries(value: Any) -> list[tuple[int, Mapping[str, Any]]]:
+    """(index, item) for the mapping items of a list; other items are skipped but keep their index."""
+    if not isinstance(value, list):
+        return []
+    return [(index, item) for index, item in enumerate(value) if isinstance(item, Mapping)]
+
+
+def _template(role: str, path: FieldPath, replicas: int, template: Any) -> PodTemplate:
+    template = _mapping(template)
+    spec = _mapping(template.get("spec"))
+    containers = tuple(
+        Container(_name(item.get("name")), (*path, "spec", "containers", index), item)
+        for index, item in _entries(spec.get("containers"))
+    )
+    return PodTemplate(role, path, replicas, _mapping(template.get("metadata")), spec, containers)
+
+
+def _pod(obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
+    return (_template("Pod", (), 1, obj),)
+
+
+def _single(
+    role: str, path: FieldPath, replicas_path: FieldPath | None, obj: Mapping[str, Any]
+) -> tuple[PodTemplate, ...]:
+    replicas = 1 if replicas_path is None else _count(_dig(obj, replicas_path), 1)
+    return (_template(role, path, replicas, _dig(obj, path)),)
+
+
+def _replica_map(field: str, obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
+    # The elastic autoscaler scales the Worker replica spec only, up to maxReplicas; counting the
+    # upper bound keeps GPU totals from understating what the job may grow to.
+    max_replicas = _count(_dig(obj, ("spec", "elasticPolicy", "maxReplicas")), 0)
+    templates = []
+    for role, replica_spec in _mapping(_dig(obj, ("spec", field))).items():
+        if not isinstance(role, str) or not isinstance(replica_spec, Mapping):
+            continue
+        replicas = _count(replica_spec.get("replicas"), 1)
+        if role == "Worker":
+            replicas = max(replicas, max_replicas)
+        path = ("spec", field, role, "template")
+        templates.append(_template(role, path, replicas, replica_spec.get("template")))
+    return tuple(templates)
+
+
+def _replicated_jobs(base: FieldPath, obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
+    templates = []
+    for index, job in _entries(_dig(obj, base)):
+        job_spec = _mapping(_dig(job, ("template", "spec")))
+        replicas = _count(job.get("replicas"), 1) * _count(job_spec.get("parallelism"), 1)
+        path = (*base, index, "template", "spec", "template")
+        templates.append(_template(_name(job.get("name")), path, replicas, job_spec.get("template")))
+    return tuple(templates)
+
+
+def _volcano(obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
+    return tuple(
+        _template(
+            _name(task.get("name")),
+            ("spec", "tasks", index, "template"),
+            _count(task.get("replicas"), 1),
+            task.get("template"),
+        )
+        for index, task in _entries(_dig(obj, ("spec", "tasks")))
+    )
+
+
+def _ray(base: FieldPath, obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
+    head_path = (*base, "headGroupSpec", "template")
+    templates = [_template("head", head_path, 1, _dig(obj, head_path))]
+    for index, group in _entries(_dig(obj, (*base, "workerGroupSpecs"))):
+        replicas = _count(group.get("replicas"), _count(group.get("minReplicas"), 1))
+        path = (*base, "workerGroupSpecs", index, "template")
+        templates.append(_template(_name(group.get("groupName")), path, replicas, group.get("template")))
+    return tuple(templates)
+
+
+def _leader_worker_set(obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
+    groups = _count(_dig(obj, ("spec", "replicas")), 1)
+    size = _count(_dig(obj, ("spec", "leaderWorkerTemplate", "size")), 1)
+    base = ("spec", "leaderWorkerTemplate")
+    leader = _dig(obj, (*base, "leaderTemplate"))
+    templates = []
+    # Without a leaderTemplate the leader pod is made from the workerTemplate, so all `size` pods are workers.
+    workers_per_group = size
+    if isinstance(leader, Mapping):
+        templates.append(_template("leader", (*base, "leaderTemplate"), groups, leader))
+        workers_per_group = max(size - 1, 0)
+    worker_path = (*base, "workerTemplate")
+    templates.append(_template("worker", worker_path, groups * workers_per_group, _dig(obj, worker_path)))
+    return tuple(templates)
+
+
+_TRAINER_FIELDS = (
+    ("image", "image"),
+    ("command", "command"),
+    ("args", "args"),
+    ("env", "env"),
+    ("resourcesPerNode", "resources"),
+)
+
+
+def _train_job(obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
+    # A TrainJob has no pod template: the runtime supplies it. spec.trainer overrides the trainer
+    # container, so it is read as that container; pod-level validations belong to the runtime objects.
+    path = ("spec", "trainer")
+    trainer = _dig(obj, path)
+    containers: tuple[Container, ...] = ()
+    if isinstance(trainer, Mapping):
+        spec = {ours: trainer[theirs] for theirs, ours in _TRAINER_FIELDS if theirs in trainer}
+        containers = (Container("trainer", path, spec),)
+    replicas = _count(_dig(obj, (*path, "numNodes")), 1)
+    return (PodTemplate("trainer", path, replicas, _EMPTY, _EMPTY, containers, pod_level=False),)
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    info: KindInfo
+    serving: bool
+    extract: _Extract | None  # None: a kind kubegap reads that is not a workload (Node)
+
+
+def _kind(
+    api: str, plural: str, extract: _Extract | None, *, serving: bool = False, namespaced: bool = True
+) -> _Entry:
+    """One table row; `api` is "<group>/<kind>@<version>[,<version>…]" with the group empty for core."""
+    group_kind, _, versions = api.partition("@")
+    group, _, kind = group_kind.rpartition("/")
+    return _Entry(KindInfo(group, kind, plural, namespaced, tuple(versions.split(","))), serving, extract)
+
+
+def _spec_template(role: str, replicas_path: FieldPath | None) -> _Extract:
+    return partial(_single, role, ("spec", "template"), replicas_path)
+
+
+_REPLICAS = ("spec", "replicas")
+_CRON_JOB = ("spec", "jobTemplate", "spec")
+_JOBSET_JOBS = ("spec", "replicatedJobs")
+_RUNTIME_JOBS = ("spec", "template", "spec", *_JOBSET_JOBS)
+
+_ENTRIES: tuple[_Entry, ...] = (
+    _kind("/Pod@v1", "pods", _pod),
+    _kind("batch/Job@v1", "jobs", _spec_template("Job", ("spec", "parallelism"))),
+    _kind("batch/CronJob@v1", "cronjobs",
+          partial(_single, "Job", (*_CRON_JOB, "template"), (*_CRON_JOB, "parallelism"))),
+    _kind("kubeflow.org/PyTorchJob@v1", "pytorchjobs", partial(_replica_map, "pytorchReplicaSpecs")),
+    _kind("kubeflow.org/TFJob@v1", "tfjobs", partial(_replica_map, "tfReplicaSpecs")),
+    _kind("kubeflow.org/XGBoostJob@v1", "xgboostjobs", partial(_replica_map, "xgbReplicaSpecs")),
+    _kind("kubeflow.org/PaddleJob@v1", "paddlejobs", partial(_replica_map, "paddleReplicaSpecs")),
+    _kind("kubeflow.org/JAXJob@v1", "jaxjobs", partial(_replica_map, "jaxReplicaSpecs")),
+    _kind("kubeflow.org/MPIJob@v2beta1,v1", "mpijobs", partial(_replica_map, "mpiReplicaSpecs")),
+    _kind("jobset.x-k8s.io/JobSet@v1alpha2", "jobsets", partial(_replicated_jobs, _JOBSET_JOBS)),
+    _kind("trainer.kubeflow.org/TrainingRuntime@v1alpha1", "trainingruntimes",
+          partial(_replicated_jobs, _RUNTIME_JOBS)),
+    _kind("trainer.kubeflow.org/ClusterTrainingRuntime@v1alpha1", "clustertrainingruntimes",
+          partial(_replicated_jobs, _RUNTIME_JOBS), namespaced=False),
+    _kind("trainer.kubeflow.org/TrainJob@v1alpha1", "trainjobs", _train_job),
+    # The pre-release group of Kubeflow Trainer; its TrainJob has the same spec.trainer.
+    _kind("kubeflow.org/TrainJob@v2alpha1", "trainjobs", _train_job),
+    _kind("batch.volcano.sh/Job@v1alpha1", "jobs", _volcano),
+    _kind("ray.io/RayCluster@v1", "rayclusters", partial(_ray, ("spec",))),
+    _kind("ray.io/RayJob@v1", "rayjobs", partial(_ray, ("spec", "rayClusterSpec"))),
+    _kind("leaderworkerset.x-k8s.io/LeaderWorkerSet@v1", "leaderworkersets", _leader_worker_set,
+          serving=True),
+    _kind("apps/Deployment@v1", "deployments", _spec_template("Deployment", _REPLICAS), serving=True),
+    _kind("apps/StatefulSet@v1", "statefulsets", _spec_template("StatefulSet", _REPLICAS), serving=True),
+    _kind("apps/ReplicaSet@v1", "replicasets", _spec_template("ReplicaSet", _REPLICAS), serving=True),
+    _kind("apps/DaemonSet@v1", "daemonsets", _spec_template("DaemonSet", None), serving=True),
+    _kind("/Node@v1", "nodes", None, namespaced=False),
+)  # fmt: skip
+
+_BY_KEY: Mapping[tuple[str, str], _Entry] = {(e.info.group, e.info.kind): e for e in _ENTRIES}
+
+SUPPORTED_KINDS: tuple[KindInfo, ...] = tuple(entry.info for entry in _ENTRIES)
+
+
+def _entry(obj: Any) -> _Entry | None:
+    if not isinstance(obj, Mapping):
+        return None
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        return None
+    group = api_version.rpartition("/")[0]  # "v1" is the core group ""; "batch/v1" is "batch"
+    return _BY_KEY.get((group, kind))
+
+
+def kind_info(obj: Mapping[str, Any]) -> KindInfo | None:
+    """The table entry for an object's API group and kind (any version); None for kinds kubegap ignores."""
+    entry = _entry(obj)
+    return None if entry is None else entry.info
+
+
 def workload_of(obj: Mapping[str, Any]) -> Workload | None:
     """The workload view of a supported object; None for unsupported kinds (and Nodes)."""
-    raise NotImplementedError  # being written
+    entry = _entry(obj)
+    if entry is None or entry.extract is None:
+        return None
+    return Workload(entry.info.group, entry.info.kind, entry.serving, entry.extract(obj))
