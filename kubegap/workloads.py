@@ -6,9 +6,10 @@ input, because a bad manifest must become a finding, not a crash:
 - a value that is not a mapping where a mapping is expected counts as absent;
 - a replica-like count that is not a non-negative int (`true` is not an int here) takes the default;
 - a fixed template slot (a Job's `spec.template`, a RayCluster's head) always yields its template, empty
-  when absent; entries of replica maps and lists that are not mappings are skipped, but their list index
-  still counts in the paths of the entries after them; replica-map keys that are not strings are skipped
-  (JSON object keys are strings, so only hand-written YAML can produce them);
+  when absent, except that a Ray kind without its cluster spec yields none;
+- entries of replica maps and lists that are not mappings are skipped, but a skipped list item keeps its
+  index, so the paths of the items after it stay right; replica-map keys that are not strings are
+  skipped (JSON object keys are strings, so only hand-written YAML can produce them);
 - a container entry that is not a mapping is skipped (its index still counts); a container's name is its
   `name` when that is a string, else "". Role names read from the object follow the same rule.
 """
@@ -117,15 +118,16 @@ def _single(
 
 
 def _replica_map(field: str, obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
-    # The elastic autoscaler scales the Worker replica spec only, up to maxReplicas; counting the
-    # upper bound keeps GPU totals from understating what the job may grow to.
+    # The elastic autoscaler scales the Worker replica spec only (the CRDs' scale subresource points at
+    # it), up to maxReplicas; counting that bound keeps GPU totals from understating what the job may
+    # grow to. The operator matches replica types case-insensitively ("worker" becomes "Worker").
     max_replicas = _count(_dig(obj, ("spec", "elasticPolicy", "maxReplicas")), 0)
     templates = []
     for role, replica_spec in _mapping(_dig(obj, ("spec", field))).items():
         if not isinstance(role, str) or not isinstance(replica_spec, Mapping):
             continue
         replicas = _count(replica_spec.get("replicas"), 1)
-        if role == "Worker":
+        if role.casefold() == "worker":
             replicas = max(replicas, max_replicas)
         path = ("spec", field, role, "template")
         templates.append(_template(role, path, replicas, replica_spec.get("template")))
@@ -155,6 +157,8 @@ def _volcano(obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
 
 
 def _ray(base: FieldPath, obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
+    if not isinstance(_dig(obj, base), Mapping):
+        return ()  # a RayJob that runs on an existing cluster (clusterSelector) brings no pods of its own
     head_path = (*base, "headGroupSpec", "template")
     templates = [_template("head", head_path, 1, _dig(obj, head_path))]
     for index, group in _entries(_dig(obj, (*base, "workerGroupSpecs"))):
@@ -225,7 +229,7 @@ def _spec_template(role: str, replicas_path: FieldPath | None) -> _Extract:
 _REPLICAS = ("spec", "replicas")
 _CRON_JOB = ("spec", "jobTemplate", "spec")
 _JOBSET_JOBS = ("spec", "replicatedJobs")
-_RUNTIME_JOBS = ("spec", "template", "spec", *_JOBSET_JOBS)
+_RUNTIME_JOBS = ("spec", "template", *_JOBSET_JOBS)
 
 _ENTRIES: tuple[_Entry, ...] = (
     _kind("/Pod@v1", "pods", _pod),
