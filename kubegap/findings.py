@@ -67,7 +67,12 @@ class ObjectRef:
         return f"{self.kind}/{where}{self.name}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace, "name": self.name}
+        return {
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,14 +94,24 @@ class Finding:
     # Where a value could not be seen (Secret, ConfigMap not in the input): listed, never silently a pass.
     unresolved: tuple[str, ...] = ()
 
-    def located(self, file: str | None, document: int | None, line: int | None, column: int | None) -> Finding:
+    def located(
+        self, file: str | None, document: int | None, line: int | None, column: int | None
+    ) -> Finding:
         return replace(self, file=file, document=document, line=line, column=column)
 
     def key(self) -> tuple[str, str, str, str, str, str | None, str | None, str | None]:
         """What identifies a finding across enforcement points (lint, audit and webhook must agree on it)."""
         ref = self.object
-        return (self.policy, self.rule, ref.kind, ref.namespace or "", ref.name, self.role, self.container,
-                self.path)
+        return (
+            self.policy,
+            self.rule,
+            ref.kind,
+            ref.namespace or "",
+            ref.name,
+            self.role,
+            self.container,
+            self.path,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,110 @@
+"""Policies ready to run: selected, parameters resolved, every CEL expression compiled once at start-up."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubegap.cel import Backend, CelError, Program
+from kubegap.config import Settings
+from kubegap.errors import PolicyError, UsageError
+from kubegap.findings import Severity
+from kubegap.policy import Policy, Validation, Variable, convert_param
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledValidation:
+    validation: Validation
+    expression: Program
+    applies_to: Program | None
+    message_expression: Program | None
+    field_path: Program | None
+    remediation: str
+
+    @property
+    def severity(self) -> Severity:
+        return self.validation.severity
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledPolicy:
+    policy: Policy
+    params: Mapping[str, Any]
+    applies_to: Program | None
+    variables: tuple[tuple[Variable, Program], ...]
+    validations: tuple[CompiledValidation, ...]
+
+
+def _compile(backend: Backend, policy: Policy, where: str, source: str | None) -> Program | None:
+    if source is None:
+        return None
+    try:
+        return backend.compile(source)
+    except CelError as err:
+        raise PolicyError(
+            f"{policy.source}: policy {policy.id}, {where}: CEL does not compile ({backend.name}):\n"
+            f"  expression: {source}\n  error: {err}"
+        ) from None
+
+
+def resolve_params(policy: Policy, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    params = {p.name: p.default for p in policy.params}
+    for name, value in overrides.items():
+        param = policy.param(name)
+        try:
+            params[name] = convert_param(param.type, value)
+        except (ValueError, TypeError) as err:
+            raise UsageError(f"parameter {policy.id}.{name} ({param.type}): {err}") from None
+    return params
+
+
+def select(policies: Sequence[Policy], settings: Settings) -> list[Policy]:
+    known = {p.id for p in policies}
+    for pid in (*settings.select, *settings.skip, *settings.params):
+        if pid not in known:
+            raise UsageError(f"unknown policy {pid!r}; known policies: {', '.join(sorted(known))}")
+    return [
+        p for p in policies if (not settings.select or p.id in settings.select) and p.id not in settings.skip
+    ]
+
+
+def compile_policies(
+    policies: Sequence[Policy], settings: Settings, backend: Backend
+) -> list[CompiledPolicy]:
+    out = []
+    for policy in select(policies, settings):
+        validations = tuple(
+            CompiledValidation(
+                validation=v,
+                expression=_must(_compile(backend, policy, f"validation {v.name}", v.expression)),
+                applies_to=_compile(backend, policy, f"validation {v.name} appliesTo", v.applies_to),
+                message_expression=_compile(
+                    backend, policy, f"validation {v.name} messageExpression", v.message_expression
+                ),
+                field_path=_compile(
+                    backend, policy, f"validation {v.name} fieldPathExpression", v.field_path_expression
+                ),
+                remediation=v.remediation or policy.remediation,
+            )
+            for v in policy.validations
+        )
+        variables = tuple(
+            (v, _must(_compile(backend, policy, f"variable {v.name}", v.expression)))
+            for v in policy.variables
+        )
+        out.append(
+            CompiledPolicy(
+                policy=policy,
+                params=resolve_params(policy, settings.params.get(policy.id, {})),
+                applies_to=_compile(backend, policy, "appliesTo", policy.applies_to),
+                variables=variables,
+                validations=validations,
+            )
+        )
+    return out
+
+
+def _must(program: Program | None) -> Program:
+    assert program is not None  # a required expression always compiles to a program or raises
+    return program

@@ -1,0 +1,70 @@
+"""Settings shared by lint, audit and the webhook: one YAML file (`--config`) plus command-line overrides."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from kubegap import schema
+from kubegap.errors import UsageError
+from kubegap.findings import Severity
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    policy_dirs: tuple[str, ...] = ()
+    knob_files: tuple[str, ...] = ()
+    select: tuple[str, ...] = ()  # only these policy ids; empty means all
+    skip: tuple[str, ...] = ()
+    params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # policy -> param -> value
+    fail_on: Severity = Severity.HIGH
+    cel_backend: str = "auto"
+    webhook: Mapping[str, Any] = field(default_factory=dict)
+    audit: Mapping[str, Any] = field(default_factory=dict)
+
+    def with_params(self, overrides: Mapping[str, Mapping[str, Any]]) -> Settings:
+        merged = {pid: dict(values) for pid, values in self.params.items()}
+        for pid, values in overrides.items():
+            merged.setdefault(pid, {}).update(values)
+        return replace(self, params=merged)
+
+
+def _relative(base: Path, paths: Sequence[str]) -> tuple[str, ...]:
+    """Paths in a config file are relative to the file, so the file works from any working directory."""
+    return tuple(str(base / p) if not Path(p).is_absolute() else p for p in paths)
+
+
+def load_config(path: str | None) -> Settings:
+    if path is None:
+        return Settings()
+    if not Path(path).is_file():
+        raise UsageError(f"{path}: no such config file")
+    doc = schema.load(path, "config")
+    base = Path(path).parent
+    return Settings(
+        policy_dirs=_relative(base, doc.get("policyDirs", ())),
+        knob_files=_relative(base, doc.get("knobFiles", ())),
+        select=tuple(doc.get("policies", ())),
+        skip=tuple(doc.get("skip", ())),
+        params={pid: dict(values) for pid, values in doc.get("params", {}).items()},
+        fail_on=Severity(doc.get("failOn", "high")),
+        cel_backend=doc.get("celBackend", "auto"),
+        webhook=doc.get("webhook", {}),
+        audit=doc.get("audit", {}),
+    )
+
+
+def parse_set(items: Sequence[str]) -> dict[str, dict[str, str]]:
+    """`--set nccl-timeout.maxCollectiveTimeout=20m` → {"nccl-timeout": {"maxCollectiveTimeout": "20m"}}."""
+    out: dict[str, dict[str, str]] = {}
+    for item in items:
+        target, sep, value = item.partition("=")
+        policy_id, dot, param = target.rpartition(".")
+        if not sep or not dot or not policy_id or not param:
+            raise UsageError(
+                f"--set {item!r}: expected POLICY.PARAM=VALUE, e.g. nccl-timeout.maxCollectiveTimeout=20m"
+            )
+        out.setdefault(policy_id, {})[param] = value
+    return out

@@ -1,0 +1,82 @@
+"""Durations as declared by users: Go-style (`1h30m`, `8.4s`), `HH:MM:SS`, or numbers in a stated unit.
+
+Every duration inside kubegap is a float of seconds: CEL compares doubles in both runtimes, while a mix of
+int and double is an error in cel-python and a type error in cel-expr.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+_GO_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_GO_SCALE = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_HMS = re.compile(r"(?:(\d+)\s*days?,\s*)?(\d+):([0-5]?\d):([0-5]?\d(?:\.\d+)?)\Z")
+_UNIT_SECONDS = {"s": 1.0, "min": 60.0, "h": 3600.0}
+
+
+def parse_go(text: str) -> float:
+    """Parse a Go `time.ParseDuration` string; raises ValueError. A bare `0` is allowed, as in Go."""
+    body = text.strip()
+    if body in ("0", "+0", "-0"):
+        return 0.0
+    if body.startswith(("-", "+")):
+        raise ValueError(f"{text!r}: a negative or signed duration is not a sensible interval")
+    total, pos = 0.0, 0
+    while pos < len(body):
+        match = _GO_PART.match(body, pos)
+        if match is None:
+            raise ValueError(f"{text!r} is not a duration like 90s, 10m or 1h30m")
+        total += float(match.group(1)) * _GO_SCALE[match.group(2)]
+        pos = match.end()
+    if not body:
+        raise ValueError("empty duration")
+    return total
+
+
+def parse_hms(text: str) -> float:
+    """Parse `HH:MM:SS` or Python's timedelta text `1 day, 2:00:00`; raises ValueError."""
+    match = _HMS.match(text.strip())
+    if match is None:
+        raise ValueError(f"{text!r} is not HH:MM:SS")
+    days, hours, minutes, seconds = match.groups()
+    return int(days or 0) * 86400.0 + int(hours) * 3600.0 + int(minutes) * 60.0 + float(seconds)
+
+
+def parse_number(text: str) -> float:
+    value = float(text.strip())
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{text!r} is not a non-negative finite number")
+    return value
+
+
+def parse_in_unit(text: str, unit: str) -> float:
+    """Seconds for a knob value in a catalogue unit: s, min, h, duration, hms, duration-or-seconds."""
+    if unit in _UNIT_SECONDS:
+        return parse_number(text) * _UNIT_SECONDS[unit]
+    if unit == "duration":
+        return parse_go(text)
+    if unit == "hms":
+        return parse_hms(text) if ":" in text else parse_go(text)
+    if unit == "duration-or-seconds":
+        if ":" in text:
+            return parse_hms(text)
+        try:
+            return parse_number(text)
+        except ValueError:
+            return parse_go(text)
+    raise ValueError(f"unknown unit {unit!r}")
+
+
+def format_seconds(seconds: float) -> str:
+    """Short Go-like text: 600 -> 10m, 5400 -> 1h30m, 1.2 -> 1.2s, 0 -> 0s."""
+    if seconds < 0 or not math.isfinite(seconds):
+        return f"{seconds}s"
+    whole = round(seconds)
+    if abs(seconds - whole) > 1e-9 or whole < 60:
+        text = f"{seconds:.3f}".rstrip("0").rstrip(".")
+        return f"{text}s"
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{hours}h" if hours else "", f"{minutes}m" if minutes else "", f"{secs}s" if secs else ""]
+    return "".join(parts)

@@ -1,0 +1,121 @@
+"""A container's environment as its processes see it, with every value that cannot be seen marked.
+
+Order of precedence, lowest first: `envFrom` sources in order, `env` entries, then what the command line
+sets (`export NAME=VALUE` and `NAME=VALUE cmd` in a shell script), then `mpirun -x` forwarded by any
+container of the workload (mpirun starts the ranks on the workers, RULES.md §1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubegap.argv import Assignment
+from kubegap.fieldpath import FieldPath
+
+ConfigMaps = Mapping[tuple[str, str], Mapping[str, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Variable:
+    name: str
+    value: str | None  # None when the value cannot be seen
+    path: FieldPath  # absolute path of the field that sets it
+    source: str  # "env", "ConfigMap ns/name", "Secret name", "export", "mpirun -x", …
+
+
+@dataclass(frozen=True, slots=True)
+class Environment:
+    variables: Mapping[str, Variable]  # the effective entry per name
+    unresolved: tuple[str, ...]  # human descriptions of sources whose contents are unknown
+
+    def value(self, name: str) -> str | None:
+        var = self.variables.get(name)
+        return var.value if var else None
+
+
+def _ref(source: Any) -> tuple[str, str]:
+    source = source if isinstance(source, Mapping) else {}
+    return str(source.get("name", "")), str(source.get("key", ""))
+
+
+def _from_env_from(
+    entries: Sequence[Any], base: FieldPath, namespace: str, configmaps: ConfigMaps
+) -> Iterable[Variable | str]:
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, Mapping):
+            continue
+        path = (*base, "envFrom", index)
+        prefix = str(entry.get("prefix") or "")
+        if isinstance(entry.get("configMapRef"), Mapping):
+            name, _ = _ref(entry["configMapRef"])
+            data = configmaps.get((namespace, name))
+            if data is None:
+                yield f"envFrom ConfigMap {namespace}/{name} (not available)"
+                continue
+            for key, value in data.items():
+                yield Variable(prefix + key, str(value), path, f"ConfigMap {namespace}/{name}")
+        elif isinstance(entry.get("secretRef"), Mapping):
+            yield f"envFrom Secret {_ref(entry['secretRef'])[0]} (never read)"
+
+
+def _from_env(
+    entries: Sequence[Any], base: FieldPath, namespace: str, configmaps: ConfigMaps
+) -> Iterable[Variable | str]:
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+            continue
+        name, path = entry["name"], (*base, "env", index)
+        if "valueFrom" not in entry:
+            value = entry.get("value", "")
+            yield Variable(name, "" if value is None else str(value).strip(), path, "env")
+            continue
+        source = entry["valueFrom"] if isinstance(entry["valueFrom"], Mapping) else {}
+        if isinstance(source.get("configMapKeyRef"), Mapping):
+            cm, key = _ref(source["configMapKeyRef"])
+            data = configmaps.get((namespace, cm))
+            if data is not None and key in data:
+                yield Variable(name, str(data[key]).strip(), path, f"ConfigMap {namespace}/{cm}")
+                continue
+            yield Variable(name, None, path, f"ConfigMap {namespace}/{cm}")
+            yield f"env {name} from ConfigMap {namespace}/{cm} key {key} (not available)"
+        else:
+            kind = next(iter(source), "valueFrom")
+            label = {"secretKeyRef": "Secret", "fieldRef": "field", "resourceFieldRef": "resource"}.get(
+                kind, kind
+            )
+            detail = _ref(source.get(kind))[0] if kind == "secretKeyRef" else ""
+            yield Variable(name, None, path, f"{label} {detail}".strip())
+            yield f"env {name} from {label} {detail}".rstrip() + (
+                " (never read)" if label == "Secret" else ""
+            )
+
+
+def resolve(
+    container: Mapping[str, Any],
+    path: FieldPath,
+    namespace: str,
+    configmaps: ConfigMaps,
+    script: Sequence[Assignment] = (),
+    forwarded: Sequence[Variable] = (),
+) -> Environment:
+    variables: dict[str, Variable] = {}
+    unresolved: list[str] = []
+    env_from = container.get("envFrom")
+    env = container.get("env")
+    for item in (
+        *_from_env_from(env_from if isinstance(env_from, list) else [], path, namespace, configmaps),
+        *_from_env(env if isinstance(env, list) else [], path, namespace, configmaps),
+    ):
+        if isinstance(item, str):
+            unresolved.append(item)
+        else:
+            variables[item.name] = item
+    for assignment in script:
+        variables[assignment.name] = Variable(
+            assignment.name, (assignment.value or "").strip(), (*path, *assignment.path), assignment.how
+        )
+    for variable in forwarded:
+        variables[variable.name] = variable
+    return Environment(variables, tuple(unresolved))

@@ -1,0 +1,340 @@
+"""Policies times objects → results. Pure: no I/O, so lint, audit and the webhook share it and cannot disagree.
+
+Per policy, each validation runs once per unit of its scope (the workload, each pod template, each
+container, the node). A CEL error, a non-boolean result or a malformed object is an `error` result,
+never a pass; an exempted evaluation is a `skip` with the reason.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubegap import facts as facts_module
+from kubegap import knobs
+from kubegap.cel import Backend, CelError
+from kubegap.compiled import CompiledPolicy, CompiledValidation, compile_policies
+from kubegap.config import Settings
+from kubegap.errors import KubegapError
+from kubegap.facts import ObjectFacts, Unit
+from kubegap.fieldpath import render
+from kubegap.findings import Finding, ObjectRef, Result, Severity
+from kubegap.policy import EXEMPTION_PREFIX, EXEMPTION_REASON, INVALID_DECLARATION, Policy
+from kubegap.workloads import kind_info, workload_of
+
+MAX_DEPTH = 100  # cel-expr crashes on objects nested thousands deep; manifests never need a hundred
+
+
+class DeadlineExceeded(KubegapError):
+    """Evaluation ran past its deadline (the webhook's share of the API server's timeout)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    configmaps: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    ref: ObjectRef
+    supported: bool
+    results: tuple[Finding, ...]
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return tuple(r for r in self.results if r.result is not Result.PASS)
+
+
+def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, Mapping):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return False
+
+
+@dataclass(slots=True)
+class _Run:
+    """One object under evaluation: caches shared by every policy."""
+
+    engine: Engine
+    obj: Mapping[str, Any]
+    ref: ObjectRef
+    facts: ObjectFacts
+    deadline: float | None
+    converted: dict[int, Any] = field(default_factory=dict)
+
+    def convert(self, value: Any) -> Any:
+        key = id(value)
+        if key not in self.converted:
+            self.converted[key] = self.engine.backend.convert(value)
+        return self.converted[key]
+
+    def finding(
+        self,
+        policy: Policy,
+        rule: str,
+        severity: Severity,
+        result: Result,
+        message: str,
+        unit: Unit | None,
+        path: str | None,
+        remediation: str,
+    ) -> Finding:
+        return Finding(
+            policy=policy.id,
+            rule=rule,
+            severity=severity,
+            result=result,
+            message=message,
+            remediation=remediation,
+            object=self.ref,
+            role=unit.role if unit else None,
+            container=unit.container if unit else None,
+            path=path,
+            unresolved=tuple(_unresolved(unit, self.facts)),
+        )
+
+
+def _unresolved(unit: Unit | None, facts: ObjectFacts) -> list[str]:
+    if unit is not None and "container" in unit.bindings:
+        return list(unit.bindings["container"]["unresolved"])
+    return list(facts.unresolved) if unit is not None and unit.scope == "workload" else []
+
+
+class _UnitState:
+    """A policy's view of one unit: its CEL activation, applicability, exemption and variables."""
+
+    def __init__(self, run: _Run, policy: CompiledPolicy, unit: Unit) -> None:
+        self.run, self.policy, self.unit = run, policy, unit
+        bindings = {"object": run.obj, "facts": run.facts.facts, "params": policy.params, **unit.bindings}
+        self.bindings = {name: run.convert(value) for name, value in bindings.items()}
+        self.activation = run.engine.backend.activation(self.bindings)
+        self.variable_error: str | None = None
+        self._variables_done = False
+
+    def applies(self, program: Any) -> bool:
+        return program is None or self.check(program) is True
+
+    def check(self, program: Any) -> Any:
+        self.ensure_variables()
+        return program(self.activation)
+
+    def ensure_variables(self) -> None:
+        if self._variables_done:
+            return
+        self._variables_done = True
+        values: dict[str, Any] = {}
+        for variable, program in self.policy.variables:
+            if variable.scope != self.unit.scope:
+                continue
+            try:
+                values[variable.name] = program(self.activation)
+            except CelError as err:
+                self.variable_error = f"variable {variable.name}: {err}"
+                return
+        if values:
+            self.bindings["variables"] = self.run.engine.backend.convert(values)
+            self.activation = self.run.engine.backend.activation(self.bindings)
+
+    def exemption(self) -> tuple[str | None, str | None]:
+        """(reason, path of a blank exemption) — a blank reason exempts nothing (RULES.md §3)."""
+        key = EXEMPTION_PREFIX + self.policy.policy.id
+        for path, notes in self.unit.annotations:
+            if key in notes:
+                reason = str(notes[key]).strip()
+                return (reason, None) if reason else (None, render((*path, key)))
+        return None, None
+
+
+class Engine:
+    def __init__(
+        self, policies: Sequence[CompiledPolicy], catalogue: knobs.Catalogue, backend: Backend
+    ) -> None:
+        self.compiled = tuple(policies)
+        self.policies = tuple(c.policy for c in policies)
+        self.catalogue = catalogue
+        self.backend = backend
+
+    def evaluate(
+        self, obj: Mapping[str, Any], context: Context | None = None, deadline: float | None = None
+    ) -> Evaluation:
+        ref = ObjectRef.of(obj)
+        info = kind_info(obj)
+        if info is None:
+            return Evaluation(ref, False, ())
+        if _too_deep(obj):
+            message = f"the object is nested deeper than {MAX_DEPTH} levels; no policy was evaluated"
+            finding = Finding(
+                "invalid-manifest",
+                "too-deep",
+                Severity.HIGH,
+                Result.ERROR,
+                message,
+                "Check the object: Kubernetes objects are never this deep.",
+                ref,
+            )
+            return Evaluation(ref, True, (finding,))
+        if info.kind == "Node" and info.group == "":
+            gathered = facts_module.gather_node(obj, self.catalogue)
+        else:
+            workload = workload_of(obj)
+            if workload is None:
+                return Evaluation(ref, False, ())
+            configmaps = context.configmaps if context else {}
+            gathered = facts_module.gather(obj, workload, self.catalogue, configmaps)
+        run = _Run(self, obj, ref, gathered, deadline)
+        results: list[Finding] = []
+        for policy in self.compiled:
+            if deadline is not None and time.monotonic() > deadline:
+                raise DeadlineExceeded(f"evaluation of {ref.display()} ran past its deadline")
+            results.extend(_evaluate_policy(run, policy))
+        return Evaluation(ref, True, tuple(results))
+
+
+def _evaluate_policy(run: _Run, policy: CompiledPolicy) -> Iterator[Finding]:
+    states: dict[int, _UnitState] = {}
+    applied = False
+    blank_exemptions: set[str] = set()
+    for validation in policy.validations:
+        for unit in run.facts.units.get(validation.validation.scope, ()):
+            state = states.get(id(unit))
+            if state is None:
+                state = states[id(unit)] = _UnitState(run, policy, unit)
+            try:
+                if not state.applies(policy.applies_to):
+                    continue
+                applied = True
+                if not state.applies(validation.applies_to):
+                    continue
+            except CelError as err:
+                yield _error(run, policy, validation, unit, f"appliesTo failed: {err}")
+                continue
+            reason, blank = state.exemption()
+            if blank:
+                blank_exemptions.add(blank)
+            if reason:
+                yield run.finding(
+                    policy.policy,
+                    validation.validation.name,
+                    validation.severity,
+                    Result.SKIP,
+                    f"exempted: {reason}",
+                    unit,
+                    _default_path(unit),
+                    validation.remediation,
+                )
+                continue
+            yield _judge(run, policy, validation, state)
+    if applied:
+        yield from _engine_rules(run, policy, blank_exemptions)
+
+
+def _default_path(unit: Unit) -> str | None:
+    return render(unit.path) if unit.path is not None else None
+
+
+def _error(
+    run: _Run, policy: CompiledPolicy, validation: CompiledValidation, unit: Unit, message: str
+) -> Finding:
+    return run.finding(
+        policy.policy,
+        validation.validation.name,
+        validation.severity,
+        Result.ERROR,
+        message,
+        unit,
+        _default_path(unit),
+        validation.remediation,
+    )
+
+
+def _judge(run: _Run, policy: CompiledPolicy, validation: CompiledValidation, state: _UnitState) -> Finding:
+    unit = state.unit
+    if state.variable_error:
+        return _error(run, policy, validation, unit, state.variable_error)
+    try:
+        verdict = state.check(validation.expression)
+    except CelError as err:
+        return _error(run, policy, validation, unit, f"evaluation failed: {err}")
+    if not isinstance(verdict, bool):
+        return _error(run, policy, validation, unit, f"expression gave {type(verdict).__name__}, not a bool")
+    result = Result.PASS if verdict else Result.FAIL
+    message = (
+        ""
+        if verdict
+        else _text(
+            state,
+            validation.message_expression,
+            validation.validation.message or f"{validation.validation.name} failed",
+        )
+    )
+    path = _text(state, validation.field_path, _default_path(unit)) if not verdict else _default_path(unit)
+    return run.finding(
+        policy.policy,
+        validation.validation.name,
+        validation.severity,
+        result,
+        message,
+        unit,
+        path or None,
+        validation.remediation,
+    )
+
+
+def _text(state: _UnitState, program: Any, fallback: str | None) -> Any:
+    if program is None:
+        return fallback
+    try:
+        value = state.check(program)
+    except CelError:
+        return fallback
+    return value if isinstance(value, str) else fallback
+
+
+def _engine_rules(run: _Run, policy: CompiledPolicy, blank_exemptions: set[str]) -> Iterator[Finding]:
+    """Rules every policy carries: unreadable declarations it reads, exemptions without a reason."""
+    remediation = "Write the value as a Go duration such as 90s, 10m or 1h30m."
+    for bad in run.facts.invalid:
+        if bad.annotation in policy.policy.declarations:
+            message = (
+                f"annotation {bad.annotation}: {bad.text!r} cannot be read ({bad.reason}); counted as absent"
+            )
+            yield run.finding(
+                policy.policy,
+                INVALID_DECLARATION,
+                Severity.MEDIUM,
+                Result.FAIL,
+                message,
+                None,
+                render(bad.path),
+                remediation,
+            )
+    for path in sorted(blank_exemptions):
+        message = f"exemption {EXEMPTION_PREFIX}{policy.policy.id} has no reason, so it exempts nothing"
+        yield run.finding(
+            policy.policy,
+            EXEMPTION_REASON,
+            Severity.MEDIUM,
+            Result.FAIL,
+            message,
+            None,
+            path,
+            'Say why the workload is exempt, e.g. "short smoke test, no checkpoints needed".',
+        )
+
+
+def build_engine(settings: Settings) -> Engine:
+    from kubegap import cel, policy
+
+    catalogue = knobs.load(settings.knob_files)
+    policies = policy.load(settings.policy_dirs)
+    backend = cel.backend(settings.cel_backend)
+    return Engine(compile_policies(policies, settings, backend), catalogue, backend)

@@ -1,0 +1,329 @@
+"""Facts: everything the policies judge, resolved once per object before any CEL runs (RULES.md §1).
+
+The CEL side sees plain maps and lists: counts are ints, durations are float seconds, and a value that is
+absent is a missing key (tested with `has()`), never null — the common ground of both CEL runtimes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubegap import argv, durations, env, jobs, nodes, readings
+from kubegap.fieldpath import FieldPath, render
+from kubegap.knobs import Catalogue
+from kubegap.workloads import Container, PodTemplate, Workload
+
+SERVING_LABEL = "kubegap.dev/workload"
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One evaluation unit: the workload, a pod template, a container or a node."""
+
+    scope: str
+    bindings: Mapping[str, Any]  # CEL variables beside `object`, `facts` and `params`
+    role: str | None = None
+    container: str | None = None
+    path: FieldPath | None = None  # where a finding points when the validation names no field
+    # (path of the annotations map, the map): exemptions are looked up here, nearest first
+    annotations: tuple[tuple[FieldPath, Mapping[str, Any]], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidDeclaration:
+    annotation: str
+    text: str
+    reason: str
+    path: FieldPath
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectFacts:
+    facts: Mapping[str, Any]
+    units: Mapping[str, tuple[Unit, ...]]
+    invalid: tuple[InvalidDeclaration, ...] = ()
+    unresolved: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class _Scratch:
+    """Per-object state while facts are gathered."""
+
+    catalogue: Catalogue
+    namespace: str
+    configmaps: env.ConfigMaps
+    metadata: Mapping[str, Any]
+    invalid: dict[FieldPath, InvalidDeclaration] = field(default_factory=dict)
+    unresolved: list[str] = field(default_factory=list)
+
+    def declared(self, setting: str, template: PodTemplate) -> tuple[float, str, FieldPath] | None:
+        for knob in readings.declared(self.catalogue, setting):
+            assert knob.annotation is not None
+            found = readings.declaration(knob.annotation, template.metadata, template.path, self.metadata)
+            if found is None:
+                continue
+            try:
+                return readings.convert(knob, found.text), f"{knob.annotation}: {found.text}", found.path
+            except ValueError as err:
+                self.invalid[found.path] = InvalidDeclaration(
+                    knob.annotation, found.text, str(err), found.path
+                )
+        return None
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def quantity(value: Any) -> int:
+    """An extended-resource count: an integer or an integer string ("8"); anything else counts 0."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return max(value, 0)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return 0
+
+
+def resource_counts(container: Mapping[str, Any]) -> dict[str, int]:
+    """Limit, else request, per resource name."""
+    resources = _mapping(container.get("resources"))
+    counts = {str(k): quantity(v) for k, v in _mapping(resources.get("requests")).items()}
+    counts.update({str(k): quantity(v) for k, v in _mapping(resources.get("limits")).items()})
+    return counts
+
+
+def _seconds(value: float, source: str, path: FieldPath) -> dict[str, Any]:
+    return {"seconds": value, "text": durations.format_seconds(value), "source": source, "path": render(path)}
+
+
+def _liveness(spec: Mapping[str, Any], base: FieldPath) -> dict[str, Any] | None:
+    probe = spec.get("livenessProbe")
+    if not isinstance(probe, Mapping) or not any(
+        k in probe for k in ("exec", "httpGet", "tcpSocket", "grpc")
+    ):
+        return None
+
+    def number(key: str, default: int) -> int:
+        value = probe.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
+
+    window = number("periodSeconds", 10) * number("failureThreshold", 3) + number("timeoutSeconds", 1)
+    return {"windowSeconds": float(window), "path": render((*base, "livenessProbe"))}
+
+
+def _forwarded(scratch: _Scratch, workload: Workload) -> list[env.Variable]:
+    """`mpirun -x` assignments of every container: they reach every rank (RULES.md §1)."""
+    out: list[env.Variable] = []
+    for template in workload.templates:
+        for container in template.containers:
+            cmd = argv.tokenize(container.spec)
+            own = env.resolve(container.spec, container.path, scratch.namespace, scratch.configmaps, cmd.env)
+            for item in cmd.forwarded:
+                path = (*container.path, *item.path)
+                value = item.value if item.value is not None else own.value(item.name)
+                out.append(
+                    env.Variable(item.name, value, path, f"mpirun -x in {container.name or 'container'}")
+                )
+                if value is None:
+                    scratch.unresolved.append(f"mpirun -x {item.name} (launcher value not visible)")
+    return out
+
+
+def _container(
+    scratch: _Scratch, template: PodTemplate, container: Container, forwarded: list[env.Variable], gpus: bool
+) -> tuple[dict[str, Any], list[readings.Reading]]:
+    cmd = argv.tokenize(container.spec)
+    environment = env.resolve(
+        container.spec,
+        container.path,
+        scratch.namespace,
+        scratch.configmaps,
+        cmd.env,
+        forwarded if gpus else (),
+    )
+    found, unreadable = readings.container_readings(scratch.catalogue, cmd, environment, container.path)
+    unresolved = list(environment.unresolved) + [f"{u.source}: {u.reason}" for u in unreadable]
+    scratch.unresolved.extend(unresolved)
+    counts = resource_counts(container.spec)
+    resolved = [v for v in environment.variables.values() if v.value is not None]
+    facts: dict[str, Any] = {
+        "name": container.name,
+        "path": render(container.path),
+        "gpus": sum(n for r, n in counts.items() if scratch.catalogue.is_gpu(r)),
+        "accelerators": sum(n for r, n in counts.items() if scratch.catalogue.is_accelerator(r)),
+        "env": {v.name: v.value for v in resolved},
+        "envList": [{"name": v.name, "value": v.value, "path": render(v.path)} for v in resolved],
+        "envNames": sorted(environment.variables),
+        "envPaths": {v.name: render(v.path) for v in environment.variables.values()},
+        "unresolved": unresolved,
+        "unresolvedText": "; ".join(unresolved),
+        "startupProbe": isinstance(container.spec.get("startupProbe"), Mapping),
+    }
+    framework = readings.framework(scratch.catalogue, cmd)
+    if framework is not None:
+        facts["framework"] = {"name": framework.name}
+        if framework.default_timeout is not None:
+            facts["framework"]["defaultTimeout"] = framework.default_timeout
+    timeouts = [
+        (r.value, r.source, r.path) for r in found if r.setting == "collectiveTimeout" and r.value is not None
+    ]
+    declared = scratch.declared("collectiveTimeout", template)
+    if declared:
+        timeouts.append(declared)
+    if timeouts:
+        facts["collectiveTimeout"] = _seconds(*max(timeouts, key=lambda t: t[0]))
+    liveness = _liveness(container.spec, container.path)
+    if liveness:
+        facts["liveness"] = liveness
+    return facts, found
+
+
+def _template(template: PodTemplate, containers: list[dict[str, Any]]) -> dict[str, Any]:
+    spec, metadata = template.spec, template.metadata
+    claims = spec.get("resourceClaims")
+    names = sorted({r for c in template.containers for r in resource_counts(c.spec)})
+    return {
+        "role": template.role,
+        "path": render(template.path),
+        "replicas": template.replicas,
+        "podLevel": template.pod_level,
+        "gpusPerPod": sum(c["gpus"] for c in containers),
+        "acceleratorsPerPod": sum(c["accelerators"] for c in containers),
+        "annotations": {str(k): str(v) for k, v in _mapping(metadata.get("annotations")).items()},
+        "resourceNames": names,
+        "hostNetwork": spec.get("hostNetwork") is True,
+        "resourceClaims": len(claims) if isinstance(claims, list) else 0,
+    }
+
+
+def _checkpoint(
+    scratch: _Scratch, per_template: list[tuple[PodTemplate, list[readings.Reading]]]
+) -> dict[str, Any]:
+    """Judged once per workload: the least safe (longest) interval of all accelerator containers counts."""
+    out: dict[str, Any] = {}
+    intervals: list[tuple[float, str, FieldPath]] = []
+    steps: list[tuple[float, str, FieldPath]] = []
+    for template, found in per_template:
+        step_time = scratch.declared("stepTime", template)
+        for reading in found:
+            if reading.setting == "checkpointDisabled" and "disabled" not in out:
+                out["disabled"] = {"source": reading.source, "path": render(reading.path)}
+            elif reading.setting == "checkpointInterval" and reading.value is not None:
+                intervals.append((reading.value, reading.source, reading.path))
+            elif reading.setting == "checkpointSteps" and reading.value is not None:
+                if step_time is None:
+                    steps.append((reading.value, reading.source, reading.path))
+                else:
+                    source = f"{reading.source} at step time {step_time[1].split(': ', 1)[1]}"
+                    intervals.append((reading.value * step_time[0], source, reading.path))
+        declared = scratch.declared("checkpointInterval", template)
+        if declared:
+            intervals.append(declared)
+    if intervals:
+        out["interval"] = _seconds(*max(intervals, key=lambda t: t[0]))
+    out["unresolvedText"] = "; ".join(dict.fromkeys(scratch.unresolved))
+    if steps:
+        count, source, path = max(steps, key=lambda t: t[0])
+        out["steps"] = {"steps": int(count), "source": source, "path": render(path)}
+    return out
+
+
+def _training(workload: Workload, metadata: Mapping[str, Any], accelerators: int) -> bool:
+    label = _mapping(metadata.get("labels")).get(SERVING_LABEL)
+    if label == "training":
+        return True
+    if label == "inference":
+        return False
+    return accelerators >= 1 and not workload.serving
+
+
+def gather(
+    obj: Mapping[str, Any], workload: Workload, catalogue: Catalogue, configmaps: env.ConfigMaps
+) -> ObjectFacts:
+    metadata = _mapping(obj.get("metadata"))
+    scratch = _Scratch(catalogue, str(metadata.get("namespace") or "default"), configmaps, metadata)
+    forwarded = _forwarded(scratch, workload)
+    templates: list[Unit] = []
+    containers: list[Unit] = []
+    per_template: list[tuple[PodTemplate, list[readings.Reading]]] = []
+    totals = {"totalGpus": 0, "gpuPods": 0, "totalAccelerators": 0}
+    for template in workload.templates:
+        annotations = (
+            ((*template.path, "metadata", "annotations"), _mapping(template.metadata.get("annotations"))),
+            (("metadata", "annotations"), _mapping(metadata.get("annotations"))),
+        )
+        pod_gpus = sum(
+            n for c in template.containers for r, n in resource_counts(c.spec).items() if catalogue.is_gpu(r)
+        )
+        own: list[dict[str, Any]] = []
+        found_here: list[readings.Reading] = []
+        for container in template.containers:
+            facts, found = _container(scratch, template, container, forwarded, pod_gpus > 0)
+            own.append(facts)
+            if facts["accelerators"] > 0:
+                found_here += found
+        tfacts = _template(template, own)
+        per_template.append((template, found_here))
+        totals["totalGpus"] += template.replicas * tfacts["gpusPerPod"]
+        totals["gpuPods"] += template.replicas if tfacts["gpusPerPod"] else 0
+        totals["totalAccelerators"] += template.replicas * tfacts["acceleratorsPerPod"]
+        templates.append(
+            Unit("template", {"template": tfacts}, template.role, None, template.path, annotations)
+        )
+        containers += [
+            Unit(
+                "container",
+                {"template": tfacts, "container": c},
+                template.role,
+                c["name"],
+                container.path,
+                annotations,
+            )
+            for c, container in zip(own, template.containers, strict=True)
+        ]
+    facts = _workload_facts(obj, workload, metadata, totals)
+    facts["checkpoint"] = _checkpoint(scratch, per_template)
+    own_annotations = ((("metadata", "annotations"), _mapping(metadata.get("annotations"))),)
+    workload_unit = Unit("workload", {}, None, None, None, own_annotations)
+    return ObjectFacts(
+        facts,
+        {"workload": (workload_unit,), "template": tuple(templates), "container": tuple(containers)},
+        tuple(scratch.invalid.values()),
+        tuple(dict.fromkeys(scratch.unresolved)),
+    )
+
+
+def _workload_facts(
+    obj: Mapping[str, Any], workload: Workload, metadata: Mapping[str, Any], totals: dict[str, int]
+) -> dict[str, Any]:
+    facts: dict[str, Any] = {
+        "kind": workload.kind,
+        "group": workload.group,
+        **totals,
+        "training": _training(workload, metadata, totals["totalAccelerators"]),
+        "distributed": totals["totalGpus"] > 1,
+        "multiNode": totals["gpuPods"] > 1,
+    }
+    deadline = jobs.deadline(workload.group, workload.kind, obj)
+    if deadline is not None:
+        facts["deadlineSeconds"] = deadline
+    restart = jobs.restart(workload.group, workload.kind, obj)
+    if restart is not None:
+        facts["restart"] = {
+            "enabled": restart.enabled,
+            "detail": restart.detail,
+            "path": render(restart.path),
+        }
+    return facts
+
+
+def gather_node(obj: Mapping[str, Any], catalogue: Catalogue) -> ObjectFacts:
+    node = nodes.node_facts(obj, catalogue)
+    metadata = _mapping(obj.get("metadata"))
+    annotations = ((("metadata", "annotations"), _mapping(metadata.get("annotations"))),)
+    unit = Unit("node", {"node": node}, None, None, ("status",), annotations)
+    return ObjectFacts({"kind": "Node", "group": ""}, {"node": (unit,)})

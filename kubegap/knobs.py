@@ -1,0 +1,122 @@
+"""The knob catalogue (`policies/knobs.yaml` plus users' files): data that says which flag, override,
+environment variable or annotation sets a collective timeout, a checkpoint interval, and so on."""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib.resources import files
+from typing import Any
+
+from kubegap import durations, schema
+from kubegap.errors import PolicyError
+
+
+@dataclass(frozen=True, slots=True)
+class OnlyIf:
+    flags: frozenset[str]
+    values: frozenset[str]
+    or_unset: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Knob:
+    setting: str  # collectiveTimeout, checkpointInterval, checkpointSteps, checkpointDisabled, stepTime
+    framework: str | None
+    flags: frozenset[str]
+    overrides: tuple[str, ...]  # `*.a.b` matches `a.b` and any `x.a.b`
+    env: frozenset[str]
+    annotation: str | None
+    unit: str | None
+    disabled_by: frozenset[str]  # lower-cased values that switch checkpointing off
+    only_if: OnlyIf | None
+
+    def matches_override(self, key: str) -> bool:
+        return any(
+            key == p or (p.startswith("*.") and (key == p[2:] or key.endswith(p[1:]))) for p in self.overrides
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Framework:
+    name: str
+    default_timeout: float | None  # seconds
+    tokens: frozenset[str]
+    flags: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Catalogue:
+    gpu_resources: tuple[str, ...]
+    accelerator_resources: tuple[str, ...]  # GPU resources included
+    frameworks: tuple[Framework, ...]
+    knobs: tuple[Knob, ...]
+
+    def by_setting(self, setting: str) -> tuple[Knob, ...]:
+        return tuple(k for k in self.knobs if k.setting == setting)
+
+    def is_gpu(self, resource: str) -> bool:
+        return _globs(self.gpu_resources).match(resource) is not None
+
+    def is_accelerator(self, resource: str) -> bool:
+        return _globs(self.accelerator_resources).match(resource) is not None
+
+
+@functools.cache
+def _globs(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns) or r"(?!)")
+
+
+def _knob(raw: Mapping[str, Any]) -> Knob:
+    only = raw.get("onlyIf")
+    return Knob(
+        setting=raw["setting"],
+        framework=raw.get("framework"),
+        flags=frozenset(raw.get("flags", ())),
+        overrides=tuple(raw.get("overrides", ())),
+        env=frozenset(raw.get("env", ())),
+        annotation=raw.get("annotation"),
+        unit=raw.get("unit"),
+        disabled_by=frozenset(v.lower() for v in raw.get("disabledBy", ())),
+        only_if=OnlyIf(frozenset(only["flags"]), frozenset(only["values"]), bool(only.get("orUnset")))
+        if only
+        else None,
+    )
+
+
+def _framework(raw: Mapping[str, Any], source: str) -> Framework:
+    timeout = raw.get("defaultTimeout")
+    try:
+        seconds = durations.parse_go(timeout) if timeout else None
+    except ValueError as err:
+        raise PolicyError(f"{source}: framework {raw['name']!r}: {err}") from err
+    return Framework(raw["name"], seconds, frozenset(raw.get("tokens", ())), frozenset(raw.get("flags", ())))
+
+
+def merge(documents: Iterable[tuple[str, Mapping[str, Any]]]) -> Catalogue:
+    """Later files add resources, knobs and frameworks; a later framework of the same name replaces one."""
+    gpu: list[str] = []
+    accel: list[str] = []
+    frameworks: dict[str, Framework] = {}
+    knobs: list[Knob] = []
+    for source, doc in documents:
+        resources = doc.get("resources", {})
+        gpu += [r for r in resources.get("gpu", ()) if r not in gpu]
+        accel += [r for r in resources.get("accelerator", ()) if r not in accel]
+        for raw in doc.get("frameworks", ()):
+            frameworks[raw["name"]] = _framework(raw, source)
+        knobs += [_knob(raw) for raw in doc.get("knobs", ())]
+    return Catalogue(
+        tuple(gpu), tuple(gpu + [a for a in accel if a not in gpu]), tuple(frameworks.values()), tuple(knobs)
+    )
+
+
+def load(extra_files: Sequence[str] = ()) -> Catalogue:
+    """The bundled catalogue plus users' files, each checked against the knob catalogue schema."""
+    bundled = files("kubegap.policies").joinpath("knobs.yaml").read_text("utf-8")
+    documents = [("policies/knobs.yaml", schema.parse(bundled, "knobs", "policies/knobs.yaml"))]
+    documents += [(path, schema.load(path, "knobs")) for path in extra_files]
+    return merge(documents)

@@ -1,0 +1,54 @@
+"""Node facts for `gpu-node-health`: capacity against allocatable per extended resource, conditions, and
+whether the scheduler may still place pods there (RULES.md §2)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kubegap.knobs import Catalogue
+
+_KEEP_OFF = frozenset({"NoSchedule", "NoExecute"})
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    text = str(value).strip()
+    return int(text) if text.isdigit() else 0
+
+
+def node_facts(obj: Mapping[str, Any], catalogue: Catalogue) -> dict[str, Any]:
+    spec, status = _mapping(obj.get("spec")), _mapping(obj.get("status"))
+    capacity, allocatable = _mapping(status.get("capacity")), _mapping(status.get("allocatable"))
+    resources: list[dict[str, Any]] = [
+        {
+            "name": str(name),
+            "capacity": _count(capacity.get(name)),
+            "allocatable": _count(allocatable.get(name, 0)),
+        }
+        for name in sorted(set(capacity) | set(allocatable))
+        if "/" in str(name)  # extended resources only; cpu and memory are not judged here
+    ]
+    taints = _list(spec.get("taints"))
+    tainted = any(isinstance(t, Mapping) and t.get("effect") in _KEEP_OFF for t in taints)
+    conditions = _list(status.get("conditions"))
+    return {
+        "schedulable": spec.get("unschedulable") is not True and not tainted,
+        "gpuCapacity": sum(r["capacity"] for r in resources if catalogue.is_gpu(r["name"])),
+        "gpuResources": [r for r in resources if catalogue.is_gpu(r["name"])],
+        "resources": resources,
+        "conditions": [
+            {"type": str(c.get("type", "")), "status": str(c.get("status", ""))}
+            for c in conditions
+            if isinstance(c, Mapping)
+        ],
+    }

@@ -1,0 +1,192 @@
+"""The policy model (frozen dataclasses) and loading: JSON Schema first, then every CEL expression is
+compiled once, so a broken policy stops the run at start-up with the file, validation and expression named."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from importlib.resources import files
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+from kubegap import durations, schema
+from kubegap.errors import PolicyError
+from kubegap.findings import Severity
+
+# Rules the engine itself reports under a policy (RULES.md §1 and §3).
+INVALID_DECLARATION = "invalid-declaration"
+EXEMPTION_REASON = "exemption-reason"
+EXEMPTION_PREFIX = "ignore.kubegap.dev/"
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    name: str
+    type: str  # duration | int | number | string | list | bool
+    default: Any  # already converted, as CEL sees it
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    kind: str
+    title: str
+    id: str | None = None
+    url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Variable:
+    name: str
+    expression: str
+    scope: str
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    name: str
+    expression: str
+    severity: Severity
+    scope: str
+    description: str = ""
+    message: str | None = None
+    message_expression: str | None = None
+    field_path_expression: str | None = None
+    applies_to: str | None = None
+    remediation: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    id: str
+    title: str
+    description: str
+    severity: Severity
+    scope: str
+    applies_to: str | None
+    params: tuple[Param, ...]
+    variables: tuple[Variable, ...]
+    validations: tuple[Validation, ...]
+    remediation: str
+    references: tuple[Reference, ...]
+    declarations: tuple[str, ...]
+    source: str  # the file it was read from
+
+    def param(self, name: str) -> Param:
+        for param in self.params:
+            if param.name == name:
+                return param
+        known = ", ".join(p.name for p in self.params) or "none"
+        raise PolicyError(f"policy {self.id} has no parameter {name!r} (parameters: {known})")
+
+
+def convert_param(param_type: str, value: Any) -> Any:
+    """A parameter value as CEL sees it; accepts YAML values and `--set` text. Raises ValueError."""
+    text = value if isinstance(value, str) else None
+    if param_type == "duration":
+        return durations.parse_go(text) if text is not None else float(value)
+    if param_type == "int":
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise ValueError(f"{value!r} is not an integer")
+        return int(value)
+    if param_type == "number":
+        return float(value)
+    if param_type == "bool":
+        if isinstance(value, bool):
+            return value
+        if text is not None and text.lower() in ("true", "false"):
+            return text.lower() == "true"
+        raise ValueError(f"{value!r} is not true or false")
+    if param_type == "list":
+        items = value if isinstance(value, list) else [s.strip() for s in str(value).split(",") if s.strip()]
+        return [str(i) for i in items]
+    return str(value)
+
+
+def _params(raw: Mapping[str, Any], source: str, policy_id: str) -> tuple[Param, ...]:
+    out = []
+    for name, spec in raw.items():
+        try:
+            default = convert_param(spec["type"], spec["default"])
+        except (ValueError, TypeError) as err:
+            raise PolicyError(f"{source}: policy {policy_id}: parameter {name}: bad default: {err}") from None
+        out.append(Param(name, spec["type"], default, spec.get("description", "")))
+    return tuple(out)
+
+
+def _policy(doc: Mapping[str, Any], source: str) -> Policy:
+    spec, pid = doc["spec"], doc["metadata"]["name"]
+    severity, scope = Severity(spec["severity"]), spec["scope"]
+    validations = tuple(
+        Validation(
+            name=v["name"],
+            expression=v["expression"],
+            severity=Severity(v.get("severity", severity.value)),
+            scope=v.get("scope", scope),
+            description=v.get("description", ""),
+            message=v.get("message"),
+            message_expression=v.get("messageExpression"),
+            field_path_expression=v.get("fieldPathExpression"),
+            applies_to=v.get("appliesTo"),
+            remediation=v.get("remediation"),
+        )
+        for v in spec["validations"]
+    )
+    names = [v.name for v in validations]
+    duplicates = sorted({n for n in names if names.count(n) > 1} | {n for n in names if n in _ENGINE_RULES})
+    if duplicates:
+        raise PolicyError(
+            f"{source}: policy {pid}: validation names repeated or reserved: {', '.join(duplicates)}"
+        )
+    return Policy(
+        id=pid,
+        title=spec["title"],
+        description=spec.get("description", "").strip(),
+        severity=severity,
+        scope=scope,
+        applies_to=spec.get("appliesTo"),
+        params=_params(spec.get("params", {}), source, pid),
+        variables=tuple(
+            Variable(v["name"], v["expression"], v.get("scope", scope)) for v in spec.get("variables", ())
+        ),
+        validations=validations,
+        remediation=spec["remediation"].strip(),
+        references=tuple(
+            Reference(r["kind"], r["title"], r.get("id"), r.get("url")) for r in spec.get("references", ())
+        ),
+        declarations=tuple(spec.get("declarations", ())),
+        source=source,
+    )
+
+
+_ENGINE_RULES = frozenset({INVALID_DECLARATION, EXEMPTION_REASON})
+
+
+def _policy_files(root: Traversable | Path) -> Iterator[tuple[str, Traversable | Path]]:
+    """(name, file): `<policy-id>/policy.yaml` folders, or loose `*.yaml` policy files in the folder."""
+    for entry in sorted(root.iterdir(), key=lambda e: e.name):
+        if entry.is_dir() and entry.joinpath("policy.yaml").is_file():
+            yield f"{entry.name}/policy.yaml", entry.joinpath("policy.yaml")
+        elif entry.is_file() and entry.name.endswith((".yaml", ".yml")) and entry.name != "knobs.yaml":
+            yield entry.name, entry
+
+
+def load_dir(root: Traversable | Path, label: str) -> list[Policy]:
+    policies = []
+    for name, path in _policy_files(root):
+        source = f"{label}/{name}"
+        policies.append(_policy(schema.parse(path.read_text("utf-8"), "policy", source), source))
+    return policies
+
+
+def load(extra_dirs: Sequence[str] = ()) -> list[Policy]:
+    """Bundled policies, then users' folders; a user policy with a bundled id replaces it."""
+    by_id: dict[str, Policy] = {p.id: p for p in load_dir(files("kubegap.policies"), "policies")}
+    for directory in extra_dirs:
+        root = Path(directory)
+        if not root.is_dir():
+            raise PolicyError(f"{directory}: not a folder of policies")
+        for policy in load_dir(root, directory.rstrip("/")):
+            by_id[policy.id] = policy
+    return list(by_id.values())

@@ -1,0 +1,141 @@
+"""Knob readings: what a container's command line, environment and annotations say about timeouts and
+checkpoints, in seconds or steps, each with the source and field it came from."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubegap import argv, durations
+from kubegap.env import Environment
+from kubegap.fieldpath import FieldPath
+from kubegap.knobs import Catalogue, Framework, Knob
+
+_VAR_REF = re.compile(
+    r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|\(([A-Za-z_][A-Za-z0-9_]*)\)|([A-Za-z_][A-Za-z0-9_]*))\Z"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    setting: str
+    value: float | None  # seconds, or steps for checkpointSteps; None for checkpointDisabled
+    source: str  # e.g. "--save-interval 500 (Megatron-LM)"
+    path: FieldPath  # absolute
+
+
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A knob whose value is there but cannot be read (a Secret, a variable, a typo)."""
+
+    source: str
+    reason: str
+    path: FieldPath
+
+
+def _label(text: str, knob: Knob) -> str:
+    return f"{text} ({knob.framework})" if knob.framework else text
+
+
+def _expand(value: str, env: Environment) -> str | None:
+    """`--save-interval $SAVE` reads the variable when its value is known; None when it is not."""
+    match = _VAR_REF.match(value)
+    if not match:
+        return value
+    return env.value(next(g for g in match.groups() if g))
+
+
+def convert(knob: Knob, text: str) -> float:
+    """The knob's value in seconds (or steps); raises ValueError."""
+    if knob.unit == "steps":
+        steps = int(text.strip())
+        if steps <= 0:
+            raise ValueError(f"{text!r} is not a positive number of steps")
+        return float(steps)
+    return durations.parse_in_unit(text, knob.unit or "duration")
+
+
+def _raw_values(
+    knob: Knob, cmd: argv.CommandLine, env: Environment, base: FieldPath
+) -> Iterator[tuple[str, str | None, FieldPath]]:
+    """(what was written, its value, path) for each form of the knob present; the last occurrence wins."""
+    if knob.flags:
+        found = list(argv.flag_values(cmd.tokens, knob.flags))
+        if found:
+            flag, value, token = found[-1]
+            yield (f"{flag} {value}" if value is not None else flag), value, (*base, *token.path)
+    if knob.overrides:
+        found_overrides = [o for o in argv.overrides(cmd.tokens) if knob.matches_override(o[0])]
+        if found_overrides:
+            key, value, token = found_overrides[-1]
+            yield f"{key}={value}", value, (*base, *token.path)
+    for name in sorted(knob.env):
+        var = env.variables.get(name)
+        if var is not None and var.value is not None:  # an unseen value is listed by the environment
+            yield f"{name}={var.value if var.value is not None else '?'} ({var.source})", var.value, var.path
+
+
+def _applies(knob: Knob, cmd: argv.CommandLine) -> bool:
+    if knob.only_if is None:
+        return True
+    found = list(argv.flag_values(cmd.tokens, knob.only_if.flags))
+    if not found:
+        return knob.only_if.or_unset
+    value = found[-1][1]
+    return value is not None and value.lower() in knob.only_if.values
+
+
+def container_readings(
+    catalogue: Catalogue, cmd: argv.CommandLine, env: Environment, base: FieldPath
+) -> tuple[list[Reading], list[Unreadable]]:
+    readings: list[Reading] = []
+    unreadable: list[Unreadable] = []
+    for knob in catalogue.knobs:
+        if knob.annotation or not _applies(knob, cmd):
+            continue
+        for written, raw, path in _raw_values(knob, cmd, env, base):
+            value = _expand(raw, env) if raw is not None else None
+            if knob.setting == "checkpointDisabled":
+                if value is not None and value.strip().lower() in knob.disabled_by:
+                    readings.append(Reading(knob.setting, None, _label(written, knob), path))
+                continue
+            if value is None:
+                unreadable.append(Unreadable(_label(written, knob), "its value cannot be seen", path))
+                continue
+            try:
+                readings.append(Reading(knob.setting, convert(knob, value), _label(written, knob), path))
+            except ValueError as err:
+                unreadable.append(Unreadable(_label(written, knob), str(err), path))
+    return readings, unreadable
+
+
+def framework(catalogue: Catalogue, cmd: argv.CommandLine) -> Framework | None:
+    words = {t.text for t in cmd.tokens} | {t.text.rsplit("/", 1)[-1] for t in cmd.tokens}
+    flags = {t.text.partition("=")[0] for t in cmd.tokens if t.text.startswith("-")}
+    return next((f for f in catalogue.frameworks if f.tokens & words or f.flags & flags), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Declaration:
+    annotation: str
+    text: str
+    path: FieldPath
+
+
+def declaration(
+    annotation: str, template: Mapping[str, Any], template_path: FieldPath, workload: Mapping[str, Any]
+) -> Declaration | None:
+    """The pod template's annotation, else the workload's (RULES.md §1 "declarations")."""
+    for metadata, base in ((template, template_path), (workload, ())):
+        annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+        if isinstance(annotations, Mapping) and annotation in annotations:
+            return Declaration(
+                annotation, str(annotations[annotation]), (*base, "metadata", "annotations", annotation)
+            )
+    return None
+
+
+def declared(catalogue: Catalogue, setting: str) -> Sequence[Knob]:
+    return [k for k in catalogue.by_setting(setting) if k.annotation]
