@@ -1,4 +1,4 @@
-"""Policies times objects → results. Pure: no I/O, so lint, audit and the webhook share it and cannot disagree.
+"""Policies times objects → results. Pure: no I/O, so lint, audit and the webhook cannot disagree.
 
 Per policy, each validation runs once per unit of its scope (the workload, each pod template, each
 container, the node). A CEL error, a non-boolean result or a malformed object is an `error` result,

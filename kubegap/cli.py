@@ -1,0 +1,204 @@
+"""The `kubegap` command: a thin layer that parses arguments and calls one function per subcommand.
+
+Exit codes: 0 clean; 1 findings at or above --fail-on; 2 usage, input or policy error; 3 internal error
+(audit adds 4: incomplete). Only this layer and the reporters write to stdout; diagnostics go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from kubegap import __version__
+from kubegap.errors import KubegapError
+
+EPILOG = """\
+examples:
+  kubegap lint deploy/                          lint every *.yaml, *.yml and *.json below deploy/
+  helm template my-release ./chart | kubegap lint -
+  kubegap lint --format json --fail-on medium job.yaml
+  kubegap lint --set nccl-timeout.maxCollectiveTimeout=20m --skip health-probes train.yaml
+  kubegap policies list                         what each rule checks and why
+  kubegap test my-policies/                     run your own policies' examples
+  kubegap audit --format policyreport           read-only report over a live cluster
+  kubegap serve --cert tls.crt --key tls.key    the validating admission webhook
+
+exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage/input/policy error, 3 internal error,
+            4 audit incomplete
+"""
+
+
+def _lint_arguments(parser: argparse.ArgumentParser) -> None:
+    from kubegap.options import add_engine_arguments
+
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="files or folders to lint (*.yaml, *.yml, *.json, recursive); - reads stdin; "
+        "default: the bundled policy examples",
+    )
+    parser.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format (default text)"
+    )
+    add_engine_arguments(parser)
+
+
+def _bundled_examples() -> list[str]:
+    from importlib.resources import files
+
+    root = Path(str(files("kubegap.policies")))
+    return [str(p) for p in sorted(root.glob("*/examples"))]
+
+
+def _lint(args: argparse.Namespace) -> int:
+    from kubegap.evaluate import build_engine
+    from kubegap.lint import exit_code, lint
+    from kubegap.options import settings_from_args
+    from kubegap.reports import json as json_report
+    from kubegap.reports import text as text_report
+
+    settings = settings_from_args(args)
+    engine = build_engine(settings)
+    paths = args.paths or _bundled_examples()
+    if not args.paths:
+        print(
+            f"kubegap: no path given; linting the bundled examples under {Path(paths[0]).parent.parent}",
+            file=sys.stderr,
+        )
+    report = lint(paths, engine, sys.stdin.buffer if "-" in paths else None)
+    if args.format == "json":
+        sys.stdout.write(json_report.render(report.findings, report.summary))
+    else:
+        sys.stdout.write(text_report.render(report.findings, report.summary))
+    return exit_code(report, settings.fail_on)
+
+
+def _policies_arguments(parser: argparse.ArgumentParser) -> None:
+    from kubegap.options import add_engine_arguments
+
+    parser.add_argument("action", choices=("list", "show"), help="list every policy, or show one")
+    parser.add_argument("id", nargs="?", help="the policy to show")
+    parser.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    add_engine_arguments(parser)
+
+
+def _policies(args: argparse.Namespace) -> int:
+    from kubegap.errors import UsageError
+    from kubegap.evaluate import build_engine
+    from kubegap.options import settings_from_args
+    from kubegap.reports import catalogue
+
+    engine = build_engine(settings_from_args(args))
+    if args.action == "show":
+        if not args.id:
+            raise UsageError("kubegap policies show ID: name the policy (see `kubegap policies list`)")
+        chosen = [c for c in engine.compiled if c.policy.id == args.id]
+        if not chosen:
+            known = ", ".join(c.policy.id for c in engine.compiled)
+            raise UsageError(f"no policy {args.id!r}; known: {known}")
+        sys.stdout.write(catalogue.render(chosen, args.format, detailed=True))
+    else:
+        sys.stdout.write(catalogue.render(list(engine.compiled), args.format, detailed=args.format != "text"))
+    return 0
+
+
+def _test_arguments(parser: argparse.ArgumentParser) -> None:
+    from kubegap.options import add_engine_arguments
+
+    parser.add_argument(
+        "dir", nargs="?", help="a folder of policy folders with examples (default: the bundled ones)"
+    )
+    add_engine_arguments(parser)
+
+
+def _test(args: argparse.Namespace) -> int:
+    from importlib.resources import files
+
+    from kubegap import testing
+    from kubegap.options import settings_from_args
+
+    root = Path(args.dir) if args.dir else Path(str(files("kubegap.policies")))
+    outcomes = testing.run(root, settings_from_args(args), tuple(args.policy))
+    for outcome in outcomes:
+        status = "ok  " if outcome.ok else "FAIL"
+        print(f"{status} {outcome.example.policy}: {outcome.example.path.name}")
+        for problem in outcome.problems:
+            print(f"       {problem}")
+    failed = sum(not o.ok for o in outcomes)
+    print(f"{len(outcomes) - failed} passed, {failed} failed")
+    return 1 if failed or not outcomes else 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kubegap",
+        description="Rules from public GPU-training incident reports, enforced on Kubernetes manifests "
+        "(lint), live clusters (audit) and admission requests (serve).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"kubegap {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log diagnostics to stderr")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    table = [
+        ("lint", "lint manifests (files, folders, - for stdin)", _lint_arguments, _lint),
+        (
+            "policies",
+            "list the rules or show one: what, why, parameters, fix",
+            _policies_arguments,
+            _policies,
+        ),
+        ("test", "run policy examples (pass/fail/skip) against their expectations", _test_arguments, _test),
+    ]
+    for name, help_text, add, run in table:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        add(sub)
+        sub.set_defaults(run=run)
+    for name, module, help_text in (
+        ("audit", "kubegap.audit.command", "read-only audit of a live cluster"),
+        ("serve", "kubegap.webhook.serve", "run the validating admission webhook (gunicorn, TLS)"),
+    ):
+        try:
+            imported = __import__(module, fromlist=["add_arguments", "run"])
+        except ImportError:
+            continue
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        imported.add_arguments(sub)
+        sub.set_defaults(run=imported.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="kubegap: %(levelname)s %(name)s: %(message)s",
+    )
+    if not getattr(args, "run", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        code: int = args.run(args)
+    except KubegapError as err:
+        print(f"kubegap: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("kubegap: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception:  # an internal error: say so plainly, with the trace for a bug report
+        print("kubegap: internal error (please report it with this trace):", file=sys.stderr)
+        traceback.print_exc()
+        return 3
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""Command-line options shared by lint, audit, serve and test: which policies, which parameters."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+
+from kubegap.cel import BACKENDS
+from kubegap.config import Settings, load_config, parse_set
+from kubegap.findings import Severity
+
+SEVERITIES = [s.value for s in Severity]
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("rules")
+    group.add_argument("--config", metavar="FILE", help="settings file (policies, params, webhook, audit)")
+    group.add_argument(
+        "--policy", action="append", default=[], metavar="ID", help="run only this policy (repeatable)"
+    )
+    group.add_argument(
+        "--skip", action="append", default=[], metavar="ID", help="never run this policy (repeatable)"
+    )
+    group.add_argument(
+        "--policies",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="extra policy folder; a policy with a bundled id replaces it (repeatable)",
+    )
+    group.add_argument(
+        "--knobs",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="extra knob catalogue, e.g. your launcher's flags (repeatable)",
+    )
+    group.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="POLICY.PARAM=VALUE",
+        dest="set_params",
+        help="override a parameter, e.g. nccl-timeout.maxCollectiveTimeout=20m (repeatable)",
+    )
+    group.add_argument(
+        "--fail-on",
+        choices=SEVERITIES,
+        metavar="SEVERITY",
+        help=f"exit 1 when a finding is at least this severe (default: high; one of {', '.join(SEVERITIES)})",
+    )
+    group.add_argument(
+        "--cel-backend",
+        choices=("auto", *BACKENDS),
+        help="CEL runtime (default auto: cel-expr where installed; env KUBEGAP_CEL_BACKEND)",
+    )
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """The config file's settings with the command line on top."""
+    settings = load_config(args.config)
+    settings = replace(
+        settings,
+        policy_dirs=(*settings.policy_dirs, *args.policies),
+        knob_files=(*settings.knob_files, *args.knobs),
+        select=tuple(args.policy) or settings.select,
+        skip=(*settings.skip, *args.skip),
+        fail_on=Severity(args.fail_on) if args.fail_on else settings.fail_on,
+        cel_backend=args.cel_backend or settings.cel_backend,
+    )
+    return settings.with_params(parse_set(args.set_params))

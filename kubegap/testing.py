@@ -1,0 +1,129 @@
+"""`kubegap test`: run every policy's examples and compare with what each example expects.
+
+An example is `<policy>/examples/{pass,fail,skip}-<scenario>.yaml`; its leading comment lines say what the
+policy must report for it, one line per result:
+
+    # expect: fail timeout-declared, timeout-bounded
+    # expect: pass async-error-handling
+
+For every result kind (pass, fail, skip, error) the set of rules that got it must equal the listed set
+exactly; an unlisted kind must not occur. `# expect: none` says the policy does not apply at all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from kubegap import manifests
+from kubegap.config import Settings
+from kubegap.errors import UsageError
+from kubegap.evaluate import Context, Engine, build_engine
+from kubegap.lint import configmaps_of
+
+_EXPECT = re.compile(r"#\s*expect:\s*(.*)")
+RESULTS = ("pass", "fail", "skip", "error")
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    policy: str
+    path: Path
+    expected: dict[str, frozenset[str]]  # result -> rules
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    example: Example
+    actual: dict[str, frozenset[str]]
+    problems: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def parse_expectations(text: str, source: str) -> dict[str, frozenset[str]]:
+    expected: dict[str, set[str]] = {r: set() for r in RESULTS}
+    seen = False
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        match = _EXPECT.match(line)
+        if not match:
+            continue
+        seen = True
+        result, _, rules = match.group(1).strip().partition(" ")
+        if result == "none":
+            continue
+        if result not in RESULTS:
+            raise UsageError(
+                f"{source}: `# expect:` takes one of {', '.join(RESULTS)} or none, not {result!r}"
+            )
+        expected[result].update(r.strip() for r in rules.split(",") if r.strip())
+    if not seen:
+        raise UsageError(f"{source}: no `# expect: RESULT rule, …` line at the top")
+    return {k: frozenset(v) for k, v in expected.items()}
+
+
+def discover(root: Path) -> Iterator[Example]:
+    for folder in sorted(p for p in root.iterdir() if (p / "policy.yaml").is_file()):
+        for path in sorted((folder / "examples").glob("*.y*ml")):
+            expected = parse_expectations(path.read_text("utf-8"), str(path))
+            yield Example(folder.name, path, expected)
+
+
+def _prefix_problems(example: Example) -> list[str]:
+    kind = example.path.name.split("-", 1)[0]
+    expected = example.expected
+    if kind == "fail" and not expected["fail"]:
+        return ["a fail- example must expect at least one fail"]
+    if kind == "pass" and (expected["fail"] or expected["error"] or not expected["pass"]):
+        return ["a pass- example must expect passes and no fail or error"]
+    if kind == "skip" and (expected["fail"] or expected["pass"]):
+        return ["a skip- example must expect only skips (or none)"]
+    if kind not in ("pass", "fail", "skip"):
+        return ["example file names start with pass-, fail- or skip-"]
+    return []
+
+
+def run_example(example: Example, engine: Engine) -> Outcome:
+    documents = list(manifests.Reader().read([str(example.path)]))
+    context = Context(configmaps=configmaps_of(documents))
+    actual: dict[str, set[str]] = {r: set() for r in RESULTS}
+    unreadable = []
+    for document in documents:
+        if document.obj is None:
+            unreadable.append(document.error.message if document.error else "unreadable")
+            continue
+        for finding in engine.evaluate(document.obj, context).results:
+            if finding.policy == example.policy:
+                actual[finding.result.value].add(finding.rule)
+    frozen = {k: frozenset(v) for k, v in actual.items()}
+    problems = _prefix_problems(example) + [f"unreadable: {m}" for m in unreadable]
+    for result in RESULTS:
+        missing, extra = example.expected[result] - frozen[result], frozen[result] - example.expected[result]
+        if missing:
+            problems.append(f"expected {result} for {', '.join(sorted(missing))} but did not get it")
+        if extra:
+            problems.append(f"got {result} for {', '.join(sorted(extra))}, not expected")
+    return Outcome(example, frozen, tuple(problems))
+
+
+def run(root: Path, settings: Settings, policies: Sequence[str] = ()) -> list[Outcome]:
+    """Run the examples under `root` (a folder of policy folders) with `root`'s policies loaded."""
+    if not root.is_dir():
+        raise UsageError(f"{root}: not a folder of policies")
+    examples = [e for e in discover(root) if not policies or e.policy in policies]
+    engines: dict[str, Engine] = {}
+    outcomes = []
+    for example in examples:
+        if example.policy not in engines:
+            scoped = replace(
+                settings, policy_dirs=(*settings.policy_dirs, str(root)), select=(example.policy,)
+            )
+            engines[example.policy] = build_engine(scoped)
+        outcomes.append(run_example(example, engines[example.policy]))
+    return outcomes
