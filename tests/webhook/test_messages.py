@@ -1,0 +1,94 @@
+"""Denial messages, warnings and audit annotations stay within what the API server passes on."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kubegap.findings import Finding, ObjectRef, Result, Severity
+from kubegap.webhook import messages
+
+REF = ObjectRef("kubeflow.org/v1", "PyTorchJob", "research", "llama")
+
+
+def _finding(
+    rule: str = "timeout-declared",
+    severity: Severity = Severity.HIGH,
+    message: str = "no collective timeout is set; PyTorch waits 10m",
+    remediation: str = "Pass --ddp_timeout 1800 or set kubegap.dev/collective-timeout.",
+    role: str | None = "Worker",
+    container: str | None = "trainer",
+    policy: str = "nccl-timeout",
+) -> Finding:
+    return Finding(policy, rule, severity, Result.FAIL, message, remediation, REF, role, container)
+
+
+def test_a_denial_names_object_role_container_rule_and_fix() -> None:
+    text = messages.denial(REF, [_finding()])
+    assert text.startswith("kubegap: PyTorchJob/research/llama has 1 blocking finding: ")
+    assert (
+        "[high] nccl-timeout/timeout-declared (role Worker, container trainer): no collective timeout" in text
+    )
+    assert "Fix: Pass --ddp_timeout 1800" in text
+    assert "more" not in text
+
+
+def test_denials_list_the_worst_first() -> None:
+    low = _finding(rule="no-placebo-timeout", severity=Severity.LOW)
+    critical = _finding(rule="z-rule", severity=Severity.CRITICAL)
+    text = messages.denial(REF, [low, _finding(), critical])
+    assert text.index("z-rule") < text.index("timeout-declared") < text.index("no-placebo-timeout")
+
+
+@pytest.mark.parametrize("count", [2, 5, 30, 300])
+def test_long_denials_stay_under_1_kib_and_count_the_rest(count: int) -> None:
+    found = [_finding(rule=f"rule-{i:03d}", message="x" * 150) for i in range(count)]
+    text = messages.denial(REF, found)
+    assert len(text.encode()) <= messages.MAX_MESSAGE_BYTES
+    listed = len(re.findall(r"rule-\d{3}", text))
+    more = re.search(r"; and (\d+) more \(kubegap lint lists all\)$", text)
+    assert listed >= 1
+    assert listed + (int(more.group(1)) if more else 0) == count
+
+
+def test_one_huge_finding_is_cut_not_dropped() -> None:
+    text = messages.denial(REF, [_finding(message="é" * 5000, remediation="r" * 5000)])
+    assert len(text.encode()) <= messages.MAX_MESSAGE_BYTES
+    assert "nccl-timeout/timeout-declared" in text and text.endswith("...")
+    text.encode().decode()  # a multi-byte character is never split
+
+
+def test_reasons_are_listed_after_findings() -> None:
+    text = messages.denial(REF, [_finding()], ["[error] p/r: not evaluated"])
+    assert "2 blocking findings" in text and text.endswith("[error] p/r: not evaluated")
+
+
+def test_warning_lines_name_rule_and_place() -> None:
+    assert messages.warning_line(_finding()) == (
+        "nccl-timeout/timeout-declared [Worker/trainer]: no collective timeout is set; PyTorch waits 10m"
+    )
+    assert messages.warning_line(_finding(role=None, container=None, message="a\n  b")) == (
+        "nccl-timeout/timeout-declared: a b"
+    )
+
+
+@pytest.mark.parametrize(("count", "expected_lines"), [(0, 0), (1, 1), (20, 20), (21, 21), (100, 21)])
+def test_at_most_twenty_warnings_then_a_summary(count: int, expected_lines: int) -> None:
+    lines = messages.warnings([f"w{i} " + "y" * 200 for i in range(count)])
+    assert len(lines) == expected_lines
+    assert all(len(line) <= messages.MAX_WARNING_CHARS for line in lines)
+    assert all(line.isascii() for line in lines)
+    if count > messages.MAX_WARNINGS:
+        assert lines[-1] == f"kubegap: {count - 20} more findings not shown; kubegap lint lists all"
+        assert lines[-2].startswith("w19 ")
+
+
+def test_annotation_values_are_unique_and_bounded() -> None:
+    assert messages.annotation_value(["a/b", "c/d", "a/b"]) == "a/b,c/d"
+    many = [f"policy-{i}/rule-{i}" for i in range(200)]
+    value = messages.annotation_value(many)
+    assert len(value) <= messages.MAX_ANNOTATION_CHARS
+    shown = value.split(",")[:-1]
+    rest = int(re.fullmatch(r"\+(\d+) more", value.split(",")[-1]).group(1))  # type: ignore[union-attr]
+    assert shown == many[: len(shown)] and len(shown) + rest == 200
