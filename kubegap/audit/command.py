@@ -1,0 +1,156 @@
+"""`kubegap audit`: a read-only look at a live cluster through the same rules as `kubegap lint`.
+
+Exit codes: 0 clean; 1 findings at or above --fail-on; 2 usage, configuration or policy error; 3 internal
+error; 4 incomplete (something could not be evaluated) unless --allow-incomplete. An interrupted audit
+(Ctrl-C) always exits 4: it reports what it covered, but it is never a clean bill of health.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from kubegap.audit import output, rbac
+from kubegap.audit.progress import TerminalProgress
+from kubegap.audit.reader import DEFAULT_TIMEOUT, connect
+from kubegap.audit.retry import Api
+from kubegap.audit.runner import Auditor, AuditResult
+from kubegap.audit.scope import DEFAULT_PAGE_SIZE, scope_from
+from kubegap.audit.writer import write_reports
+from kubegap.config import Settings
+from kubegap.errors import KubegapError
+from kubegap.evaluate import build_engine
+from kubegap.findings import Severity
+from kubegap.options import add_engine_arguments, settings_from_args
+
+log = logging.getLogger(__name__)
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    cluster = parser.add_argument_group("cluster")
+    cluster.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else the in-cluster service account)",
+    )
+    cluster.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
+    cluster.add_argument(
+        "--request-timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT[1],
+        metavar="SECONDS",
+        help=f"read timeout of one API request (default {DEFAULT_TIMEOUT[1]:g})",
+    )
+    scope = parser.add_argument_group("scope")
+    scope.add_argument(
+        "-n",
+        "--namespace",
+        action="append",
+        metavar="NS",
+        help="audit only this namespace (repeatable; cluster-scoped kinds are then skipped)",
+    )
+    scope.add_argument(
+        "--exclude-namespace", action="append", metavar="NS", help="skip this namespace (repeatable)"
+    )
+    scope.add_argument("-l", "--selector", metavar="SEL", help="label selector, e.g. 'team=ml,tier!=dev'")
+    scope.add_argument(
+        "--include-owned-pods",
+        action="store_true",
+        default=None,
+        help="also judge Pods whose controller is audited (default: judge only the controller)",
+    )
+    scope.add_argument(
+        "--resolve-configmaps",
+        action="store_true",
+        default=None,
+        help="read the ConfigMaps that env refers to (needs get on configmaps; Secrets never)",
+    )
+    scope.add_argument(
+        "--page-size", type=int, metavar="N", help=f"objects per list request (default {DEFAULT_PAGE_SIZE})"
+    )
+    out = parser.add_argument_group("output")
+    out.add_argument("--format", choices=output.FORMATS, default="text", help="report format (default text)")
+    out.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="exit 0/1 even when some kind or namespace could not be evaluated (default: exit 4)",
+    )
+    out.add_argument(
+        "--write-policyreports",
+        action="store_true",
+        help="LEAVES READ-ONLY MODE: create or update PolicyReports in the cluster",
+    )
+    out.add_argument(
+        "--print-rbac", action="store_true", help="print the ClusterRole the audit needs, and exit"
+    )
+    add_engine_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        settings = settings_from_args(args)
+        scope = scope_from(settings.audit, args)
+        if args.print_rbac:
+            sys.stdout.write(rbac.render(scope.resolve_configmaps, args.write_policyreports))
+            return EXIT_CLEAN
+        engine = build_engine(settings)
+        transport = connect(args.kubeconfig, args.context, (DEFAULT_TIMEOUT[0], args.request_timeout))
+    except KubegapError as exc:
+        print(f"kubegap audit: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    result: AuditResult | None = None
+    try:
+        api = Api(transport)
+        result = Auditor(api, engine, scope, TerminalProgress.for_stderr()).run()
+        if args.write_policyreports:
+            _write(api, result)
+        output.write(sys.stdout, args.format, result, transport.host)
+        sys.stdout.flush()
+        return exit_code(result, settings, args.allow_incomplete)
+    except Exception:
+        log.exception("internal error")
+        print("kubegap audit: internal error (see the trace above)", file=sys.stderr)
+        return EXIT_INTERNAL
+    finally:
+        if result is not None:
+            result.spool.close()
+        transport.close()
+
+
+def _write(api: Api, result: AuditResult) -> None:
+    if result.coverage.interrupted:
+        result.coverage.problems.append("policyreports not written: the audit was interrupted")
+        return
+    written, problems = write_reports(api, output.policy_reports(result))
+    result.coverage.problems.extend(problems)
+    print(f"kubegap audit: {written} PolicyReport(s) written to the cluster", file=sys.stderr)
+
+
+def worst(result: AuditResult) -> Severity | None:
+    ranks = [Severity(severity) for (_ns, _p, _r, severity) in result.by_rule]
+    return max(ranks, key=lambda s: s.rank) if ranks else None
+
+
+def exit_code(result: AuditResult, settings: Settings, allow_incomplete: bool) -> int:
+    if result.internal_errors:
+        return EXIT_INTERNAL
+    if result.coverage.interrupted or (not result.coverage.complete and not allow_incomplete):
+        return EXIT_INCOMPLETE
+    severity = worst(result)
+    return EXIT_FINDINGS if severity is not None and severity >= settings.fail_on else EXIT_CLEAN
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m kubegap.audit.command`: the audit alone, until the CLI wires it in."""
+    parser = argparse.ArgumentParser(
+        prog="kubegap audit", description=__doc__.splitlines()[0] if __doc__ else None
+    )
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

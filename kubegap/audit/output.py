@@ -1,0 +1,49 @@
+"""Rendering an audit result in the format asked for; every format carries the coverage."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import TextIO
+
+import yaml
+
+from kubegap.audit import jsonout, text
+from kubegap.audit.runner import AuditResult
+from kubegap.reports import policyreport
+from kubegap.reports.policyreport import PolicyReport
+
+FORMATS = ("text", "json", "policyreport")
+
+
+def policy_reports(result: AuditResult, timestamp: int | None = None) -> Iterator[PolicyReport]:
+    """One report per namespace that had any result (passes included), the cluster-scoped one first."""
+    now = int(time.time()) if timestamp is None else timestamp
+    groups = result.spool.by_namespace()
+    pending = next(groups, None)
+    for namespace in sorted({ns or "" for ns in result.by_namespace}):
+        counts = result.by_namespace.get(namespace or None)
+        passes = counts["pass"] if counts is not None else 0
+        entries: Iterator[policyreport.ReportResult] = iter(())
+        if pending is not None and (pending[0] or "") == namespace:
+            entries = (policyreport.result_entry(f, now, uid) for uid, f in pending[1])
+        yield from policyreport.build(namespace or None, entries, passes)
+        if pending is not None and (pending[0] or "") == namespace:
+            pending = next(groups, None)
+
+
+def write(out: TextIO, fmt: str, result: AuditResult, cluster: str = "") -> None:
+    if fmt == "json":
+        extra = {"coverage": result.coverage.to_json()}
+        jsonout.write(out, result.spool.findings("listed"), result.summary, extra)
+    elif fmt == "policyreport":
+        # The coverage rides along as a comment: PolicyReport has no field for it, and a report that
+        # is only partial must still say so where a human will read it.
+        out.write("# kubegap audit coverage:\n")
+        full = result.coverage.to_json()
+        brief = {key: full[key] for key in ("complete", "interrupted", "totals", "notEvaluated")}
+        coverage = yaml.safe_dump(brief, sort_keys=False, width=100)
+        out.write("".join(f"#   {line}\n" for line in coverage.splitlines()))
+        policyreport.write_yaml(policy_reports(result), out)
+    else:
+        text.write(out, result, cluster)

@@ -1,0 +1,94 @@
+"""The cluster connection: the one module of kubegap that imports the `kubernetes` client.
+
+Replies are read as raw JSON (`_preload_content`-style, never the client's typed models): models are several
+times slower and drop fields of custom resources they do not know. The client's own retries are switched
+off so that every retry is decided, counted and reported by kubegap.audit.retry.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import urllib3
+from kubernetes import client, config
+from kubernetes.config.config_exception import ConfigException
+
+from kubegap.audit.transport import Query, Reply, TransportError
+from kubegap.errors import UsageError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = (10.0, 60.0)  # connect, read (seconds)
+
+
+class KubeTransport:
+    """A Transport over the official client's ApiClient (auth, TLS and proxies as its configuration says)."""
+
+    def __init__(self, api: client.ApiClient, timeout: tuple[float, float] = DEFAULT_TIMEOUT) -> None:
+        self.api = api
+        self.timeout = timeout
+
+    @property
+    def host(self) -> str:
+        return str(self.api.configuration.host)
+
+    def request(
+        self, method: str, path: str, query: Query = (), body: Mapping[str, Any] | None = None
+    ) -> Reply:
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        params = self.api.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=list(query) or None,
+            header_params=headers,
+            body=dict(body) if body is not None else None,
+            auth_settings=["BearerToken"],
+        )
+        try:
+            response = self.api.call_api(*params, _request_timeout=self.timeout)
+            data = response.read()  # type: ignore[no-untyped-call]  # the client leaves it untyped
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransportError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+        except client.ApiException as exc:  # TLS failures surface as status-0 ApiExceptions
+            raise TransportError(f"{method} {path}: {exc.reason}") from exc
+        return Reply(int(response.status), dict(response.headers or {}), bytes(data or b""))
+
+    def close(self) -> None:
+        self.api.close()  # type: ignore[no-untyped-call]
+
+
+def connect(
+    kubeconfig: str | None, context: str | None, timeout: tuple[float, float] = DEFAULT_TIMEOUT
+) -> KubeTransport:
+    """Kubeconfig (--kubeconfig, else KUBECONFIG, else ~/.kube/config) or, failing those, in-cluster."""
+    configuration = client.Configuration()
+    try:
+        if kubeconfig is None and context is None and _in_cluster() and not _kubeconfig_present():
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        else:
+            config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=kubeconfig,
+                context=context,
+                client_configuration=configuration,
+                persist_config=False,
+            )
+    except (ConfigException, OSError, ValueError, TypeError) as exc:
+        raise UsageError(f"cannot load cluster credentials: {exc}") from exc
+    configuration.retries = False  # retries are decided by kubegap.audit.retry, not urllib3
+    log.debug("connecting to %s", configuration.host)
+    return KubeTransport(client.ApiClient(configuration), timeout)
+
+
+def _in_cluster() -> bool:
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+
+
+def _kubeconfig_present() -> bool:
+    paths = [Path(p) for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    return any(p.exists() for p in [*paths, Path("~/.kube/config").expanduser()])
