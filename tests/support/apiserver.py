@@ -151,6 +151,7 @@ class _Dropped(Exception):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in two writes; Nagle would hold the second
     server_version = "kubegap-test-apiserver"
 
     @property
