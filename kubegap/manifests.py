@@ -67,6 +67,7 @@ STDIN_NAME = "<stdin>"
 
 _MARKER = re.compile(r"^(?:---|\.\.\.)(?=[ \t]|$)", re.MULTILINE)
 _DIRECTIVES_ONLY = re.compile(r"(?:[ \t]*(?:#[^\n]*)?\n|%[^\n]*(?:\n|\Z))*")
+_BLANK = re.compile(r"(?:(?:---|\.\.\.)?[ \t]*(?:#[^\n]*)?(?:\n|\Z))*")
 _SOURCE = re.compile(r"^# Source: *(\S[^\n]*?)[ \t]*$", re.MULTILINE)
 _HELM_HINT = "render the chart first, e.g. `helm template RELEASE CHART | kubegap lint -`"
 
@@ -101,7 +102,7 @@ class Reader:
 
     def read(self, paths: Sequence[str], stdin: IO[bytes] | None = None) -> Iterator[Document]:
         """Documents of every path in order; raises UsageError now if a path does not exist."""
-        return self._read_all(_expand(paths), stdin)
+        return self._read_all(expand(paths), stdin)
 
     def _read_all(self, files: list[tuple[str, str | None]], stdin: IO[bytes] | None) -> Iterator[Document]:
         for name, path in files:
@@ -159,6 +160,8 @@ class Reader:
                 return failed("unrendered-template", _unrendered(leftover[2]), leftover[:2])
             data = yamlguard.load(text, line=line)
         except yamlguard.LoadError as exc:
+            if _BLANK.fullmatch(text):  # libyaml trips on a lone `...` or a tab-only line: still empty
+                return None
             leftover = yamlguard.template_leftover(text, line=line, helm_only=False) if has_braces else None
             if leftover is not None:
                 return failed("unrendered-template", _unrendered(leftover[2]), leftover[:2])
@@ -257,7 +260,7 @@ def _pieces(text: str) -> Iterator[tuple[int, str]]:
         yield line, text[start:]
 
 
-def _expand(paths: Sequence[str]) -> list[tuple[str, str | None]]:
+def expand(paths: Sequence[str]) -> list[tuple[str, str | None]]:
     """(display name, path or None for stdin) of every file to read, in reading order."""
     files: list[tuple[str, str | None]] = []
     for given in paths:

@@ -73,6 +73,7 @@ CASES: list[tuple[str, bytes, list[tuple[str, int]]]] = [
         b"\n---\n---\n# c\n---\nnull\n---\n~\n...\n" + POD,
         [("ok:p", 10)],
     ),
+    ("lone end markers and tab-only lines", b"...\n---\n\t\n...\n...\n" + POD, [("ok:p", 6)]),
     ("marker with a comment", b"--- # first\n" + POD + b"--- # second\n" + POD, [("ok:p", 1), ("ok:p", 6)]),
     (
         "indented marker inside a block scalar is content",
