@@ -51,7 +51,10 @@ def _compile(backend: Backend, policy: Policy, where: str, source: str | None) -
 def resolve_params(policy: Policy, overrides: Mapping[str, Any]) -> dict[str, Any]:
     params = {p.name: p.default for p in policy.params}
     for name, value in overrides.items():
-        param = policy.param(name)
+        try:
+            param = policy.param(name)
+        except PolicyError as err:  # the policy is fine; the user's --set or config names a wrong param
+            raise UsageError(str(err)) from None
         try:
             params[name] = convert_param(param.type, value)
         except (ValueError, TypeError) as err:

@@ -84,6 +84,8 @@ class Policy:
 def convert_param(param_type: str, value: Any) -> Any:
     """A parameter value as CEL sees it; accepts YAML values and `--set` text. Raises ValueError."""
     text = value if isinstance(value, str) else None
+    if isinstance(value, bool) and param_type in ("duration", "number"):  # YAML `true` is not 1 second
+        raise ValueError(f"{value!r} is not a {param_type}")
     if param_type == "duration":
         return durations.parse_go(text) if text is not None else float(value)
     if param_type == "int":
