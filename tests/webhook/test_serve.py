@@ -1,0 +1,246 @@
+"""End to end: the real `kubegap serve` (gunicorn, 2 workers, TLS), called the way the API server calls it."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import PAYLOADS, payload
+from .server import Server, post_review, running
+from .test_admission import _check_contract
+
+pytestmark = pytest.mark.slow
+ENFORCE = {"webhook": {"preset": "enforce", "onError": "allow"}}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with running(tmp_path_factory.mktemp("serve"), ENFORCE, drain_seconds=0) as started:
+        yield started
+
+
+def test_reviews_over_one_kept_alive_tls_connection(server: Server) -> None:
+    connection = server.connection()
+    first_socket = None
+    for name in PAYLOADS * 2:
+        review = payload(name)
+        status, reply = post_review(connection, review)
+        assert status == 200, reply
+        assert isinstance(reply, dict)
+        response = _check_contract(reply, review["request"]["uid"])
+        assert response["allowed"] is (name == "pytorchjob-create-dryrun.json")
+        first_socket = first_socket or connection.sock
+        assert connection.sock is first_socket  # no reconnect: keep-alive held
+    connection.close()
+
+
+def test_metrics_add_up_over_both_workers(server: Server) -> None:
+    review = payload("jobset-create.json")  # as an UPDATE: a series no other test of this module touches
+    review["request"].update(operation="UPDATE", oldObject=review["request"]["object"])
+    connections = [server.connection() for _ in range(4)]  # spread over the workers
+    for connection in connections:
+        for _ in range(5):
+            assert post_review(connection, review)[0] == 200
+        connection.close()
+    deadline = time.monotonic() + 10  # workers write their counts at most a second apart
+    while _updates(server.get("/metrics")[1]) != 20 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    text = server.get("/metrics")[1]
+    assert _updates(text) == 20
+    assert "kubegap_webhook_policies_loaded 6" in text
+
+
+def _updates(metrics: str) -> int:
+    prefix = "kubegap_webhook_requests_total{"
+    lines = [
+        x for x in metrics.splitlines() if x.startswith(prefix) and 'kind="JobSet",operation="UPDATE"' in x
+    ]
+    return sum(int(float(line.rsplit(" ", 1)[1])) for line in lines)
+
+
+def test_bad_requests_over_the_wire(server: Server) -> None:
+    connection = server.connection()
+    assert post_review(connection, b"{not json")[0] == 400
+    assert (
+        post_review(connection, b'{"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview"}')[0]
+        == 400
+    )
+    connection.request("POST", "/validate", body=b"{}", headers={"Content-Type": "text/plain"})
+    reply = connection.getresponse()
+    assert (reply.status, reply.read()) == (400, b"Content-Type must be application/json\n")
+    review = payload("pod-create.json")
+    status, answer = post_review(connection, review)  # the connection survives refusals
+    assert status == 200
+    assert isinstance(answer, dict)
+    _check_contract(answer, review["request"]["uid"])
+    connection.close()
+
+
+def test_an_oversized_chunked_body_is_a_413(server: Server) -> None:
+    connection = server.connection(timeout=30)
+    chunks = (b" " * (64 * 1024) for _ in range(7 * 16 + 1))  # 7 MiB and one chunk more
+    headers = {"Content-Type": "application/json"}
+    connection.request("POST", "/validate?timeout=10s", body=chunks, headers=headers, encode_chunked=True)
+    reply = connection.getresponse()
+    assert reply.status == 413
+    assert b"exceeds" in reply.read()
+    connection.close()
+
+
+def test_an_oversized_content_length_is_refused_before_the_body_is_sent(server: Server) -> None:
+    tls = _connect(server)
+    length = 7 * 1024 * 1024 + 1
+    tls.sendall(
+        f"POST /validate?timeout=10s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {length}\r\n\r\n".encode()
+    )
+    reply = _read_http(tls)
+    tls.close()
+    assert reply.startswith(b"HTTP/1.1 413 ") and b"exceeds" in reply
+
+
+def _connect(server: Server) -> ssl.SSLSocket:
+    raw = socket.create_connection(("127.0.0.1", server.port), timeout=20)
+    return server.certificates.client_context().wrap_socket(raw, server_hostname="127.0.0.1")
+
+
+def test_health_and_readiness(server: Server) -> None:
+    assert server.get("/healthz") == (200, "ok\n")
+    assert server.get("/readyz") == (200, "ok\n")
+
+
+def test_certificates_replaced_under_load_fail_no_request(tmp_path: Path) -> None:
+    with running(tmp_path, ENFORCE, drain_seconds=0) as server:
+        old_der = server.certificates.der
+        load = _Load(server, threads=3, limit=600)
+        load.start()
+        load.wait_for(40)
+        server.certificates.rotate(key_later=True)
+        new_der = server.certificates.der
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and load.served.count(new_der) < 8:
+            time.sleep(0.05)
+        done = load.done
+        load.wait_for(done + 40)
+        load.stop()
+    assert load.failures == []
+    assert load.served.count(new_der) >= 8, "new connections never got the new certificate"
+    assert old_der in load.served
+    assert load.done >= 80
+
+
+class _Load:
+    """Bounded load: each thread posts reviews, opening a new connection every few requests (handshakes
+    during the rotation) and keeping one connection alive throughout (no failure across it)."""
+
+    def __init__(self, server: Server, threads: int, limit: int) -> None:
+        self.server, self.limit = server, limit
+        self.failures: list[str] = []
+        self.served: list[bytes] = []  # the certificate each new connection was given
+        self.done = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._run, daemon=True) for _ in range(threads)]
+        self._review = payload("pytorchjob-create-dryrun.json")
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(30)
+
+    def wait_for(self, count: int) -> None:
+        deadline = time.monotonic() + 30
+        while self.done < min(count, self.limit) and time.monotonic() < deadline and not self.failures:
+            time.sleep(0.02)
+
+    def _run(self) -> None:
+        kept = self.server.connection()
+        fresh = None
+        for index in range(self.limit):
+            if self._stop.is_set() or self.done >= self.limit:
+                break
+            if index % 4 == 0:
+                if fresh is not None:
+                    fresh.close()
+                fresh = self.server.connection()
+                fresh.connect()
+                assert isinstance(fresh.sock, ssl.SSLSocket)
+                with self._lock:
+                    self.served.append(fresh.sock.getpeercert(binary_form=True) or b"")
+            for connection in (fresh, kept) if index % 2 else (fresh,):
+                self._post(connection)
+        kept.close()
+        if fresh is not None:
+            fresh.close()
+
+    def _post(self, connection: Any) -> None:
+        try:
+            status, reply = post_review(connection, self._review)
+            ok = status == 200 and isinstance(reply, dict) and reply["response"]["allowed"] is True
+            problem = None if ok else f"{status}: {reply!r}"[:300]
+        except (OSError, ssl.SSLError, ValueError) as err:
+            problem = f"{type(err).__name__}: {err}"
+        with self._lock:
+            self.done += 1
+            if problem:
+                self.failures.append(problem)
+
+
+def test_sigterm_fails_readiness_and_drains_in_flight_requests(tmp_path: Path) -> None:
+    with running(tmp_path, ENFORCE, drain_seconds=1.0) as server:
+        review = payload("pytorchjob-create-dryrun.json")
+        review["request"]["object"]["metadata"]["annotations"] = {"example.com/padding": "p" * 512 * 1024}
+        body = json.dumps(review).encode()
+        half = len(body) // 2
+        tls = _connect(server)
+        head = (
+            f"POST /validate?timeout=10s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        tls.sendall(head + body[:half])  # a review in flight when the signal arrives
+        server.signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        readiness = server.get("/readyz")[0]
+        while readiness != 503 and time.monotonic() < deadline:
+            time.sleep(0.05)
+            readiness = server.get("/readyz")[0]
+        assert readiness == 503
+        assert server.get("/healthz")[0] == 200
+        tls.sendall(body[half:])
+        reply = _read_http(tls)
+        tls.close()
+        assert reply.startswith(b"HTTP/1.1 200 ")
+        answer = json.loads(reply.split(b"\r\n\r\n", 1)[1])
+        assert _check_contract(answer, review["request"]["uid"])["allowed"] is True
+        assert server.wait() == 0
+    assert '"SIGTERM: not ready; draining for 1.0s before stopping"' in server.logs()
+
+
+def _read_http(tls: ssl.SSLSocket) -> bytes:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = tls.recv(65536)
+        assert chunk, "connection closed before a response"
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+    )
+    while len(rest) < length:
+        chunk = tls.recv(65536)
+        assert chunk
+        rest += chunk
+    return head + b"\r\n\r\n" + rest
