@@ -8,7 +8,6 @@ token remembers which `command[i]`/`args[i]` element it came from, so a finding 
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -19,6 +18,7 @@ _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)\Z", re.S)
 _OVERRIDE = re.compile(r"[+~]{0,2}([A-Za-z_][\w.\-/]*)=(.*)\Z", re.S)
 _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", ";;", "\n"})
 _MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "orterun", "prterun"})
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +38,24 @@ class Assignment:
 @dataclass(frozen=True, slots=True)
 class CommandLine:
     tokens: tuple[Token, ...]  # every word, scripts expanded, in order
-    env: tuple[Assignment, ...] = field(default=())  # export / NAME=VALUE cmd, in order
-    forwarded: tuple[Assignment, ...] = field(default=())  # mpirun -x, in order
+    env: tuple[Assignment, ...] = ()  # export / NAME=VALUE cmd, in order
+    forwarded: tuple[Assignment, ...] = ()  # mpirun -x, in order
+    # Indexed once: every knob lookup reads these instead of rescanning the tokens.
+    flags: Mapping[str, tuple[tuple[int, str | None], ...]] = field(
+        default_factory=dict
+    )  # flag -> (pos, value)
+    overrides: tuple[tuple[str, str, Token], ...] = ()
+
+    def flag_values(self, names: frozenset[str]) -> list[tuple[str, str | None, Token]]:
+        """(flag, value, token) of the named flags, in command-line order."""
+        found = [(pos, name, value) for name in names for pos, value in self.flags.get(name, ())]
+        return [(name, value, self.tokens[pos]) for pos, name, value in sorted(found, key=lambda f: f[0])]
+
+
+_SPACE = re.compile(r"[ \t\r]+")
+_OPERATOR = re.compile(r"&&|\|\||;;|[;&|()]")
+_PIECE = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)|([^\s'"\\;&|()]+)""", re.S)
+_DQ_ESCAPE = re.compile(r"""\\([\\"$`])""")
 
 
 def _is_shell(word: str) -> bool:
@@ -51,16 +67,56 @@ def _is_script_flag(word: str) -> bool:
 
 
 def _shell_words(script: str) -> list[str]:
+    """Split a shell script into words and operators (newlines kept as "\\n"), with shell quoting.
+
+    A regular-expression scanner rather than `shlex`: it runs on every container of every object, and
+    shlex reads one character at a time. On unbalanced quotes it falls back to whitespace splitting
+    rather than losing the script.
+    """
     words: list[str] = []
-    try:
-        for line in script.splitlines() or [script]:
-            lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
-            lexer.whitespace_split = True
-            words.extend(lexer)
+    pos, end = 0, len(script)
+    while pos < end:
+        space = _SPACE.match(script, pos)
+        if space:
+            pos = space.end()
+            continue
+        char = script[pos]
+        if char == "\n":
             words.append("\n")
-    except ValueError:  # unbalanced quotes: fall back to whitespace splitting rather than losing the script
-        return script.split()
+            pos += 1
+        elif char == "#":
+            newline = script.find("\n", pos)
+            pos = end if newline < 0 else newline
+        elif operator := _OPERATOR.match(script, pos):
+            words.append(operator.group())
+            pos = operator.end()
+        else:
+            word, pos = _word(script, pos)
+            if word is None:
+                return script.split()
+            words.append(word)
     return words
+
+
+def _word(script: str, pos: int) -> tuple[str | None, int]:
+    parts: list[str] = []
+    while pos < len(script):
+        piece = _PIECE.match(script, pos)
+        if piece is None:
+            if script[pos] in "'\"":  # an unbalanced quote
+                return None, pos
+            break
+        single, double, escaped, plain = piece.groups()
+        if single is not None:
+            parts.append(single)
+        elif double is not None:
+            parts.append(_DQ_ESCAPE.sub(r"\1", double))
+        elif escaped is not None:
+            parts.append("" if escaped == "\n" else escaped)
+        else:
+            parts.append(plain)
+        pos = piece.end()
+    return "".join(parts), pos
 
 
 def _raw_words(command: Sequence[object], args: Sequence[object]) -> Iterator[tuple[str, FieldPath]]:
@@ -93,7 +149,16 @@ def tokenize(container: Mapping[str, object]) -> CommandLine:
     env: list[Assignment] = []
     for script_words, path in scripts:
         env.extend(_script_assignments(script_words, path))
-    return CommandLine(tuple(tokens), tuple(env), tuple(_mpirun_forwards(tokens)))
+    index: dict[str, list[tuple[int, str | None]]] = {}
+    for position, flag, value in _flags(tokens):
+        index.setdefault(flag, []).append((position, value))
+    return CommandLine(
+        tuple(tokens),
+        tuple(env),
+        tuple(_mpirun_forwards(tokens)),
+        {k: tuple(v) for k, v in index.items()},
+        tuple(_overrides(tokens)),
+    )
 
 
 def _script_assignments(words: list[str], path: FieldPath) -> Iterator[Assignment]:
@@ -110,43 +175,37 @@ def _script_assignments(words: list[str], path: FieldPath) -> Iterator[Assignmen
             exporting = True
         elif at_start and match:
             yield Assignment(match.group(1), match.group(2), path, "prefix")
-        else:
-            at_start = exporting and word.startswith("-")  # `export -n`: keep reading names
-            if not exporting:
-                at_start = False
+        elif not exporting:
+            at_start = False
 
 
 def _mpirun_forwards(tokens: Sequence[Token]) -> Iterator[Assignment]:
     in_mpirun = False
     for index, token in enumerate(tokens):
-        base = token.text.rsplit("/", 1)[-1]
-        if base in _MPI_LAUNCHERS:
+        if token.text.rsplit("/", 1)[-1] in _MPI_LAUNCHERS:
             in_mpirun = True
         elif in_mpirun and token.text == "-x" and index + 1 < len(tokens):
-            spec = tokens[index + 1].text
-            name, sep, value = spec.partition("=")
-            if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            name, sep, value = tokens[index + 1].text.partition("=")
+            if _NAME.match(name):
                 yield Assignment(name, value if sep else None, token.path, "mpirun -x")
 
 
-def flag_values(tokens: Sequence[Token], names: frozenset[str]) -> Iterator[tuple[str, str | None, Token]]:
-    """(flag, value, token) for `--flag value` and `--flag=value`; value None when the flag has none."""
+def _flags(tokens: Sequence[Token]) -> Iterator[tuple[int, str, str | None]]:
+    """(position, flag, value) for `--flag value` and `--flag=value`; value None when the flag has none."""
     for index, token in enumerate(tokens):
         text = token.text
-        if not text.startswith("-"):
+        if not text.startswith("-") or text in ("-", "--"):
             continue
         name, sep, value = text.partition("=")
-        if name not in names:
-            continue
         if sep:
-            yield name, value, token
+            yield index, name, value
         elif index + 1 < len(tokens) and not tokens[index + 1].text.startswith("--"):
-            yield name, tokens[index + 1].text, token
+            yield index, name, tokens[index + 1].text
         else:
-            yield name, None, token
+            yield index, name, None
 
 
-def overrides(tokens: Sequence[Token]) -> Iterator[tuple[str, str, Token]]:
+def _overrides(tokens: Sequence[Token]) -> Iterator[tuple[str, str, Token]]:
     """(key, value, token) for Hydra-style overrides: `a.b.c=10`, `+x=1`, `checkpoint_period=5`."""
     for token in tokens:
         if token.text.startswith("-"):

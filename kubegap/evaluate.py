@@ -7,6 +7,7 @@ never a pass; an exempted evaluation is a `skip` with the reason.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,18 @@ from kubegap.policy import EXEMPTION_PREFIX, EXEMPTION_REASON, INVALID_DECLARATI
 from kubegap.workloads import kind_info, workload_of
 
 MAX_DEPTH = 100  # cel-expr crashes on objects nested thousands deep; manifests never need a hundred
+
+
+_OBJECT = re.compile(r"\bobject\b")
+
+
+def _expressions(policy: Policy) -> Iterator[str]:
+    yield from (e for e in (policy.applies_to,) if e)
+    yield from (v.expression for v in policy.variables)
+    for v in policy.validations:
+        yield from (
+            e for e in (v.expression, v.applies_to, v.message_expression, v.field_path_expression) if e
+        )
 
 
 class DeadlineExceeded(KubegapError):
@@ -119,6 +132,13 @@ class _UnitState:
         self.activation = run.engine.backend.activation(self.bindings)
         self.variable_error: str | None = None
         self._variables_done = False
+        self._policy_applies: bool | None = None
+
+    def policy_applies(self) -> bool:
+        """The policy's own appliesTo, once per unit (every validation of the unit asks)."""
+        if self._policy_applies is None:
+            self._policy_applies = self.applies(self.policy.applies_to)
+        return self._policy_applies
 
     def applies(self, program: Any) -> bool:
         return program is None or self.check(program) is True
@@ -162,6 +182,9 @@ class Engine:
         self.policies = tuple(c.policy for c in policies)
         self.catalogue = catalogue
         self.backend = backend
+        # Only the raw object reaches CEL unchecked (facts are built by kubegap), so its depth is bounded
+        # only when some expression reads it: a cost that clean policy sets do not pay per object.
+        self.reads_object = any(_OBJECT.search(text) for c in policies for text in _expressions(c.policy))
 
     def evaluate(
         self, obj: Mapping[str, Any], context: Context | None = None, deadline: float | None = None
@@ -170,7 +193,7 @@ class Engine:
         info = kind_info(obj)
         if info is None:
             return Evaluation(ref, False, ())
-        if _too_deep(obj):
+        if self.reads_object and _too_deep(obj):
             message = f"the object is nested deeper than {MAX_DEPTH} levels; no policy was evaluated"
             finding = Finding(
                 "invalid-manifest",
@@ -209,7 +232,7 @@ def _evaluate_policy(run: _Run, policy: CompiledPolicy) -> Iterator[Finding]:
             if state is None:
                 state = states[id(unit)] = _UnitState(run, policy, unit)
             try:
-                if not state.applies(policy.applies_to):
+                if not state.policy_applies():
                     continue
                 applied = True
                 if not state.applies(validation.applies_to):

@@ -115,35 +115,41 @@ def _liveness(spec: Mapping[str, Any], base: FieldPath) -> dict[str, Any] | None
     return {"windowSeconds": float(window), "path": render((*base, "livenessProbe"))}
 
 
-def _forwarded(scratch: _Scratch, workload: Workload) -> list[env.Variable]:
+def _forwarded(
+    scratch: _Scratch, workload: Workload, parsed: Mapping[int, argv.CommandLine]
+) -> list[env.Variable]:
     """`mpirun -x` assignments of every container: they reach every rank (RULES.md §1)."""
     out: list[env.Variable] = []
     for template in workload.templates:
         for container in template.containers:
-            cmd = argv.tokenize(container.spec)
+            cmd = parsed[id(container)]
+            if not cmd.forwarded:
+                continue
             own = env.resolve(container.spec, container.path, scratch.namespace, scratch.configmaps, cmd.env)
             for item in cmd.forwarded:
                 path = (*container.path, *item.path)
                 value = item.value if item.value is not None else own.value(item.name)
-                out.append(
-                    env.Variable(item.name, value, path, f"mpirun -x in {container.name or 'container'}")
-                )
+                source = f"mpirun -x in {container.name or 'container'}"
+                out.append(env.Variable(item.name, value, path, source))
                 if value is None:
                     scratch.unresolved.append(f"mpirun -x {item.name} (launcher value not visible)")
     return out
 
 
 def _container(
-    scratch: _Scratch, template: PodTemplate, container: Container, forwarded: list[env.Variable], gpus: bool
+    scratch: _Scratch,
+    template: PodTemplate,
+    container: Container,
+    cmd: argv.CommandLine,
+    forwarded: list[env.Variable],
 ) -> tuple[dict[str, Any], list[readings.Reading]]:
-    cmd = argv.tokenize(container.spec)
     environment = env.resolve(
         container.spec,
         container.path,
         scratch.namespace,
         scratch.configmaps,
         cmd.env,
-        forwarded if gpus else (),
+        forwarded,
     )
     found, unreadable = readings.container_readings(scratch.catalogue, cmd, environment, container.path)
     unresolved = list(environment.unresolved) + [f"{u.source}: {u.reason}" for u in unreadable]
@@ -246,7 +252,8 @@ def gather(
 ) -> ObjectFacts:
     metadata = _mapping(obj.get("metadata"))
     scratch = _Scratch(catalogue, str(metadata.get("namespace") or "default"), configmaps, metadata)
-    forwarded = _forwarded(scratch, workload)
+    parsed = {id(c): argv.tokenize(c.spec) for t in workload.templates for c in t.containers}
+    forwarded = _forwarded(scratch, workload, parsed)
     templates: list[Unit] = []
     containers: list[Unit] = []
     per_template: list[tuple[PodTemplate, list[readings.Reading]]] = []
@@ -262,7 +269,8 @@ def gather(
         own: list[dict[str, Any]] = []
         found_here: list[readings.Reading] = []
         for container in template.containers:
-            facts, found = _container(scratch, template, container, forwarded, pod_gpus > 0)
+            reach = forwarded if pod_gpus > 0 else []
+            facts, found = _container(scratch, template, container, parsed[id(container)], reach)
             own.append(facts)
             if facts["accelerators"] > 0:
                 found_here += found

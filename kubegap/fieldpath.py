@@ -6,6 +6,7 @@ brackets, `metadata.annotations['kubegap.dev/step-time']`, so that `parse(render
 
 from __future__ import annotations
 
+import functools
 import re
 
 FieldPath = tuple[str | int, ...]
@@ -14,6 +15,7 @@ _PLAIN = re.compile(r"[A-Za-z_$][A-Za-z0-9_$-]*\Z")
 _TOKEN = re.compile(r"\.?([A-Za-z_$][A-Za-z0-9_$-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]")
 
 
+@functools.lru_cache(maxsize=8192)  # the same paths recur across objects of one shape
 def render(path: FieldPath) -> str:
     out: list[str] = []
     for part in path:

@@ -149,6 +149,13 @@ class Summary:
             if finding.result is Result.FAIL:
                 self.severities[finding.severity.value] += 1
 
+    def merge(self, other: Summary) -> None:
+        self.objects += other.objects
+        self.not_applicable += other.not_applicable
+        self.invalid += other.invalid
+        self.results.update(other.results)
+        self.severities.update(other.severities)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "objects": self.objects,

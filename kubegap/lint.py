@@ -6,12 +6,17 @@ the cluster. Positions are computed only for documents that have findings.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import multiprocessing
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any
 
 from kubegap import fieldpath, manifests
+from kubegap.errors import UsageError
 from kubegap.evaluate import Context, Engine
 from kubegap.findings import Finding, ObjectRef, Result, Severity, Summary
 
@@ -20,13 +25,17 @@ INVALID_MANIFEST = "invalid-manifest"
 
 @dataclass(slots=True)
 class LintReport:
-    findings: list[Finding] = field(default_factory=list)  # fail, error and skip results
+    findings: list[Finding] = field(default_factory=list)  # fail, error and skip results, located
+    passes: list[Finding] = field(default_factory=list)  # for formats that count passes (JUnit, SARIF)
     summary: Summary = field(default_factory=Summary)
     unreadable: int = 0  # documents reported as invalid-manifest
 
 
-def configmaps_of(documents: Iterable[manifests.Document]) -> dict[tuple[str, str], dict[str, str]]:
-    out: dict[tuple[str, str], dict[str, str]] = {}
+ConfigMaps = Mapping[tuple[str, str], Mapping[str, str]]
+
+
+def configmaps_of(documents: Iterable[manifests.Document]) -> dict[tuple[str, str], Mapping[str, str]]:
+    out: dict[tuple[str, str], Mapping[str, str]] = {}
     for doc in documents:
         obj = doc.obj
         if obj is None or obj.get("kind") != "ConfigMap" or obj.get("apiVersion") != "v1":
@@ -67,9 +76,21 @@ def _locate(doc: manifests.Document, finding: Finding) -> Finding:
     return finding.located(doc.file, doc.index, line, column)
 
 
-def lint_documents(documents: Sequence[manifests.Document], engine: Engine) -> LintReport:
+def lint_documents(
+    documents: Iterable[manifests.Document],
+    engine: Engine,
+    keep_passes: bool = False,
+    known: ConfigMaps | None = None,
+) -> LintReport:
+    """Evaluate documents as they come (memory stays flat on long streams); `known` ConfigMaps resolve env.
+
+    Without `known`, the documents are read in full first for their ConfigMaps.
+    """
+    if known is None:
+        documents = list(documents)
+        known = configmaps_of(documents)
     report = LintReport()
-    context = Context(configmaps=configmaps_of(documents))
+    context = Context(configmaps=known)
     for doc in documents:
         if doc.error is not None:
             report.unreadable += 1
@@ -84,15 +105,71 @@ def lint_documents(documents: Sequence[manifests.Document], engine: Engine) -> L
         report.summary.objects += 1
         report.summary.add(evaluation.results)
         report.findings.extend(_locate(doc, f) for f in evaluation.findings)
+        if keep_passes:
+            report.passes += [
+                f.located(doc.file, doc.index, None, None)
+                for f in evaluation.results
+                if f.result is Result.PASS
+            ]
     return report
 
 
-def lint(paths: Sequence[str], engine: Engine, stdin: IO[bytes] | None = None) -> LintReport:
+def lint(
+    paths: Sequence[str],
+    engine: Engine,
+    stdin: IO[bytes] | None = None,
+    jobs: int = 1,
+    keep_passes: bool = False,
+) -> LintReport:
+    """Lint files, folders and `-`; with jobs > 1 and enough files, in worker processes sharing the engine."""
+    files = [path for _, path in manifests.expand(paths)]
+    if None in files:  # stdin can be read only once: take it whole
+        return _lint_files(paths, engine, stdin, keep_passes, None)
+    # ConfigMaps may sit in any file: read the few files that mention one first.
+    mentions = [f for f in files if f is not None and b"ConfigMap" in Path(f).read_bytes()]
+    known = configmaps_of(manifests.Reader().read(mentions)) if mentions else {}
+    if jobs <= 1 or len(files) < PARALLEL_MIN_FILES:
+        return _lint_files(paths, engine, None, keep_passes, known)
+    chunks = [[f for f in files[i::jobs] if f is not None] for i in range(jobs)]
+    global _WORKER_ENGINE
+    _WORKER_ENGINE = engine  # inherited by the forked workers: policies are compiled once
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+        parts = list(pool.map(_worker, chunks, [keep_passes] * jobs, [known] * jobs))
+    report = LintReport()
+    for part in parts:
+        report.findings += part.findings
+        report.passes += part.passes
+        report.summary.merge(part.summary)
+        report.unreadable += part.unreadable
+    return report
+
+
+PARALLEL_MIN_FILES = 64
+_WORKER_ENGINE: Engine | None = None
+
+
+def _worker(files: list[str], keep_passes: bool, known: ConfigMaps) -> LintReport:
+    assert _WORKER_ENGINE is not None
+    return _lint_files(files, _WORKER_ENGINE, None, keep_passes, known)
+
+
+def _lint_files(
+    paths: Sequence[str], engine: Engine, stdin: IO[bytes] | None, keep_passes: bool, known: ConfigMaps | None
+) -> LintReport:
     reader = manifests.Reader()
-    documents = list(reader.read(paths, stdin))
-    report = lint_documents(documents, engine)
+    report = lint_documents(reader.read(paths, stdin), engine, keep_passes, known)
     report.summary.not_applicable += reader.skipped
     return report
+
+
+def jobs_from(value: str | None) -> int:
+    """`--jobs auto` (or KUBEGAP_JOBS): one worker per core, at most 8."""
+    text = value or os.environ.get("KUBEGAP_JOBS") or "auto"
+    if text == "auto":
+        return min(os.cpu_count() or 1, 8)
+    if not text.isdigit() or int(text) < 1:
+        raise UsageError(f"--jobs takes a positive number or auto, not {text!r}")
+    return int(text)
 
 
 def exit_code(report: LintReport, fail_on: Severity) -> int:

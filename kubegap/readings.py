@@ -62,12 +62,12 @@ def _raw_values(
 ) -> Iterator[tuple[str, str | None, FieldPath]]:
     """(what was written, its value, path) for each form of the knob present; the last occurrence wins."""
     if knob.flags:
-        found = list(argv.flag_values(cmd.tokens, knob.flags))
+        found = cmd.flag_values(knob.flags)
         if found:
             flag, value, token = found[-1]
             yield (f"{flag} {value}" if value is not None else flag), value, (*base, *token.path)
     if knob.overrides:
-        found_overrides = [o for o in argv.overrides(cmd.tokens) if knob.matches_override(o[0])]
+        found_overrides = [o for o in cmd.overrides if knob.matches_override(o[0])]
         if found_overrides:
             key, value, token = found_overrides[-1]
             yield f"{key}={value}", value, (*base, *token.path)
@@ -80,7 +80,7 @@ def _raw_values(
 def _applies(knob: Knob, cmd: argv.CommandLine) -> bool:
     if knob.only_if is None:
         return True
-    found = list(argv.flag_values(cmd.tokens, knob.only_if.flags))
+    found = cmd.flag_values(knob.only_if.flags)
     if not found:
         return knob.only_if.or_unset
     value = found[-1][1]

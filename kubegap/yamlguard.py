@@ -24,8 +24,8 @@ as a base-60 integer, where the API server (YAML 1.2-like) reads strings or deci
 
 from __future__ import annotations
 
-import functools
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -120,7 +120,9 @@ def load(text: str, *, line: int = 1, pure: bool = False) -> Any:
             _check_graph(node)
         else:
             _check_tree(node)
-        return loader.construct_document(node)
+        data = loader.construct_document(node)
+        _remember(text, node)
+        return data
     except _Problem as exc:
         raise exc.at(line) from None
     except _DuplicateKey as exc:
@@ -271,17 +273,34 @@ def position(text: str, path: Sequence[str | int]) -> tuple[int, int] | None:
     return mark.line, mark.column
 
 
-@functools.lru_cache(maxsize=16)
+# The graphs of the last documents loaded: a finding is located right after its document is read, so
+# positions cost a walk, not a second parse. Bounded, so a long stream keeps memory flat.
+_NODES: OrderedDict[str, Node | None] = OrderedDict()
+_NODES_KEPT = 16
+
+
+def _remember(text: str, node: Node | None) -> None:
+    _NODES[text] = node
+    _NODES.move_to_end(text)
+    if len(_NODES) > _NODES_KEPT:
+        _NODES.popitem(last=False)
+
+
 def _compose(text: str) -> Node | None:
+    if text in _NODES:
+        _NODES.move_to_end(text)
+        return _NODES[text]
     # No guards: a path walk visits one node per step, so shared or deep nodes cost nothing here.
     loader = FAST_LOADER(text)
+    node: Node | None = None
     try:
-        node: Node | None = loader.get_single_node()
-        return node
+        node = loader.get_single_node()
     except (yaml.YAMLError, RecursionError):
-        return None
+        node = None
     finally:
         loader.dispose()
+    _remember(text, node)
+    return node
 
 
 def _step(node: Node, part: str | int, merges: int = 0) -> tuple[Node | None, Node] | None:

@@ -12,4 +12,5 @@ from kubegap.findings import Finding, Summary
 def render(findings: Iterable[Finding], summary: Summary, extra: Mapping[str, Any] | None = None) -> str:
     document: dict[str, Any] = {"findings": [f.to_json() for f in findings], "summary": summary.to_json()}
     document.update(extra or {})
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    # No indent: the C encoder only runs without one, and this output is for machines (pipe to `jq`).
+    return json.dumps(document, ensure_ascii=False) + "\n"

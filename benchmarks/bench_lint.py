@@ -1,0 +1,93 @@
+"""Benchmark: `kubegap lint` on 2,000 realistic training manifests against the parse-only floor, and the
+per-object evaluation time of each CEL backend.
+
+    python benchmarks/bench_lint.py [--count 2000] [--repeat 3]
+
+Prints figures and ratios; asserts nothing (the machines are shared and noisy).
+Targets: lint ≤ 1.5x the floor (yaml.load_all with the C loader over the same files);
+cel-expr ≥ 50x faster per evaluation than cel-python.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import corpus  # noqa: E402
+
+from kubegap.config import Settings  # noqa: E402
+from kubegap.evaluate import build_engine  # noqa: E402
+
+
+def best(repeat: int, run: Callable[[], object]) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def floor(paths: list[Path]) -> None:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    for path in paths:
+        for _ in yaml.load_all(path.read_bytes(), Loader=loader):
+            pass
+
+
+def cli(directory: Path, jobs: str) -> None:
+    env = {**os.environ, "KUBEGAP_JOBS": jobs}
+    done = subprocess.run([sys.executable, "-m", "kubegap", "lint", "--format", "json", str(directory)],
+                          stdout=subprocess.DEVNULL, env=env, check=False)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"kubegap lint failed with exit code {done.returncode}")
+
+
+def per_object(backend: str, objects: list[dict[str, object]], repeat: int) -> float:
+    engine = build_engine(Settings(cel_backend=backend))
+    engine.evaluate(objects[0])
+    seconds = best(repeat, lambda: [engine.evaluate(o) for o in objects])
+    return seconds / len(objects)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--count", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = corpus.write(Path(tmp), args.count)
+        size = sum(p.stat().st_size for p in paths)
+        print(f"corpus: {len(paths)} manifests, {size / len(paths) / 1024:.1f} KiB each, {size / 2**20:.1f} MiB")
+        t_floor = best(args.repeat, lambda: floor(paths))
+        print(f"parse-only floor (yaml.load_all, C loader):   {t_floor:7.3f} s")
+        startup = best(args.repeat, lambda: subprocess.run([sys.executable, "-m", "kubegap", "--version"],
+                                                           stdout=subprocess.DEVNULL, check=True))
+        print(f"process start-up (kubegap --version):          {startup:7.3f} s")
+        for jobs in ("1", "auto"):
+            t_lint = best(args.repeat, lambda jobs=jobs: cli(Path(tmp), jobs))
+            print(f"kubegap lint end to end (KUBEGAP_JOBS={jobs:<4}):    {t_lint:7.3f} s  "
+                  f"= {t_lint / t_floor:4.2f}x the floor")
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        objects = [yaml.load(p.read_bytes(), Loader=loader) for p in paths[:200]]
+        fast = per_object("cel-expr", objects, args.repeat)
+        slow = per_object("cel-python", objects[:50], 1)
+        print(f"per object, all six policies, cel-expr:        {fast * 1e6:9.0f} µs")
+        print(f"per object, all six policies, cel-python:      {slow * 1e6:9.0f} µs  = {slow / fast:5.1f}x slower")
+        engine = build_engine(Settings(cel_backend="cel-expr"))
+        evals = statistics.mean(len(engine.evaluate(o).results) for o in objects[:50])
+        print(f"(about {evals:.0f} validations per object)")
+
+
+if __name__ == "__main__":
+    main()
