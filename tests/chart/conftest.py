@@ -53,6 +53,8 @@ def _jobs() -> list[dict[str, Any]]:
         {"name": "kube-1.28", "kubeVersion": "v1.28.0", "steps": [{"action": "install", "values": defaults}]},
         {"name": "kube-1.27", "kubeVersion": "v1.27.9", "steps": [{"action": "install", "values": defaults}]},
         {"name": "extras", "certManager": True, "steps": [{"action": "install", "values": EXTRAS}]},
+        # Nothing may assume the release is called kubegap or lives in namespace kubegap.
+        {"name": "elsewhere", "namespace": "gpu-guard", "release": "guard", "steps": [{"action": "install"}]},
         {
             "name": "cert-manager-missing",
             "steps": [{"action": "install", "values": scenario_values("cert-manager")}],

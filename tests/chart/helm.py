@@ -8,6 +8,7 @@ cannot go green by skipping them.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -87,21 +88,33 @@ def scenario_names() -> list[str]:
     return sorted(p.stem for p in SCENARIOS.glob("*.yaml"))
 
 
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 @dataclass(frozen=True, slots=True)
 class Step:
     action: str
     manifest: str
     notes: str
     error: str | None
+    parsed: tuple[dict[str, Any], ...]
+
+    @classmethod
+    def of(cls, raw: Mapping[str, Any]) -> Step:
+        manifest = raw.get("manifest", "")
+        parsed = tuple(doc for doc in yaml.load_all(manifest, Loader=_Loader) if doc)
+        return cls(raw["action"], manifest, raw.get("notes", ""), raw.get("error"), parsed)
 
     @property
     def objects(self) -> list[dict[str, Any]]:
+        """The rendered objects (copies: tests may change them)."""
         if self.error is not None:
             raise AssertionError(f"{self.action} failed: {self.error}")
-        return [doc for doc in yaml.safe_load_all(self.manifest) if doc]
+        return copy.deepcopy(list(self.parsed))
 
     def find(self, kind: str, name_suffix: str = "") -> list[dict[str, Any]]:
-        return [o for o in self.objects if o["kind"] == kind and o["metadata"]["name"].endswith(name_suffix)]
+        self.objects  # noqa: B018 - raises when the step failed
+        return [o for o in self.parsed if o["kind"] == kind and o["metadata"]["name"].endswith(name_suffix)]
 
     def one(self, kind: str, name_suffix: str = "") -> dict[str, Any]:
         found = self.find(kind, name_suffix)
@@ -118,11 +131,7 @@ class Job:
 
     @classmethod
     def of(cls, raw: Mapping[str, Any]) -> Job:
-        steps = tuple(
-            Step(s["action"], s.get("manifest", ""), s.get("notes", ""), s.get("error"))
-            for s in raw["steps"]
-            if s["action"] != "patch"
-        )
+        steps = tuple(Step.of(s) for s in raw["steps"] if s["action"] != "patch")
         return cls(raw["name"], steps, tuple(raw["requests"]), raw["objects"])
 
     @property
