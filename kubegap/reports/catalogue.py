@@ -57,6 +57,8 @@ def _text(policies: Sequence[CompiledPolicy], detailed: bool) -> str:
 def _markdown_policy(compiled: CompiledPolicy) -> list[str]:
     policy: Policy = compiled.policy
     lines = [
+        f'<a id="{policy.id}"></a>',
+        "",
         f"## `{policy.id}` — {policy.title}",
         "",
         f"Severity: **{policy.severity.value}**. {policy.description}",
