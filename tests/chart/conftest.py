@@ -29,7 +29,6 @@ EXTRAS: dict[str, Any] = {
         "excludeNamespaces": ["monitoring"],
         "namespaceSelectorExpressions": [{"key": "team", "operator": "Exists"}],
         "skipControllerOwned": False,
-        "preStopSleepSeconds": 0,
         "networkPolicy": {"enabled": True, "denyEgress": False},
     },
     "certificates": {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Mapping
 from typing import Any
 
@@ -9,6 +10,7 @@ import celpy
 import pytest
 
 from chart.helm import Job, Step
+from kubegap.webhook import serve
 from kubegap.workloads import SUPPORTED_KINDS
 
 WITH_WEBHOOK = ["defaults", "cert-manager", "enforce"]
@@ -192,8 +194,12 @@ def test_container_runs_the_documented_serve_command(jobs: Mapping[str, Job]) ->
     ]
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "https", "scheme": "HTTPS"}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "https", "scheme": "HTTPS"}
-    assert container["lifecycle"]["preStop"] == {"sleep": {"seconds": 5}}
-    assert spec["terminationGracePeriodSeconds"] > 5
+    # The server drains itself on SIGTERM; the grace period must cover the drain and the in-flight reviews.
+    assert "lifecycle" not in container
+    drain = argparse.ArgumentParser()
+    serve.add_arguments(drain)
+    drain_seconds = drain.parse_args(["--cert=c", "--key=k"]).drain_seconds
+    assert spec["terminationGracePeriodSeconds"] > drain_seconds + serve.FINISH_SECONDS
 
 
 @pytest.mark.parametrize("scenario", WITH_WEBHOOK)
