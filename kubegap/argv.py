@@ -52,7 +52,7 @@ class CommandLine:
         return [(name, value, self.tokens[pos]) for pos, name, value in sorted(found, key=lambda f: f[0])]
 
 
-_SPACE = re.compile(r"[ \t\r]+")
+_SPACE = re.compile(r"(?:[ \t\r]|\\\n)+")  # a backslash-newline joins lines: it separates words
 _OPERATOR = re.compile(r"&&|\|\||;;|[;&|()]")
 _PIECE = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)|([^\s'"\\;&|()]+)""", re.S)
 _DQ_ESCAPE = re.compile(r"""\\([\\"$`])""")
@@ -64,6 +64,16 @@ def _is_shell(word: str) -> bool:
 
 def _is_script_flag(word: str) -> bool:
     return word.startswith("-") and not word.startswith("--") and "c" in word[1:]
+
+
+def _opens_script(words: Sequence[tuple[str, FieldPath]], position: int) -> bool:
+    """`-c` (or `-lc`, `-ec`, …) among a shell's options: `bash -c`, `sh -xc`, `bash --login -e -c`."""
+    if not _is_script_flag(words[position][0]):
+        return False
+    for previous, _ in reversed(words[:position]):
+        if not previous.startswith("-"):
+            return _is_shell(previous)
+    return False
 
 
 def _shell_words(script: str) -> list[str]:
@@ -143,9 +153,7 @@ def tokenize(container: Mapping[str, object]) -> CommandLine:
             script_next = False
             continue
         tokens.append(Token(word, path))
-        previous = words[position - 1][0] if position else ""
-        if _is_script_flag(word) and (_is_shell(previous) or _is_script_flag(previous)):
-            script_next = True
+        script_next = _opens_script(words, position)
     env: list[Assignment] = []
     for script_words, path in scripts:
         env.extend(_script_assignments(script_words, path))

@@ -16,6 +16,7 @@ from kubegap.knobs import Catalogue
 from kubegap.workloads import Container, PodTemplate, Workload
 
 SERVING_LABEL = "kubegap.dev/workload"
+_HIDDEN_FORWARD = "mpirun -x {} (launcher value not visible)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +133,7 @@ def _forwarded(
                 source = f"mpirun -x in {container.name or 'container'}"
                 out.append(env.Variable(item.name, value, path, source))
                 if value is None:
-                    scratch.unresolved.append(f"mpirun -x {item.name} (launcher value not visible)")
+                    scratch.unresolved.append(_HIDDEN_FORWARD.format(item.name))
     return out
 
 
@@ -152,7 +153,9 @@ def _container(
         forwarded,
     )
     found, unreadable = readings.container_readings(scratch.catalogue, cmd, environment, container.path)
-    unresolved = list(environment.unresolved) + [f"{u.source}: {u.reason}" for u in unreadable]
+    # A `-x NAME` whose launcher value is unseen lands here: listed where it is judged (RULES.md §3).
+    hidden = [_HIDDEN_FORWARD.format(v.name) for v in forwarded if v.value is None]
+    unresolved = list(environment.unresolved) + hidden + [f"{u.source}: {u.reason}" for u in unreadable]
     scratch.unresolved.extend(unresolved)
     counts = resource_counts(container.spec)
     resolved = [v for v in environment.variables.values() if v.value is not None]
