@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -21,6 +22,7 @@ from kubegap.webhook.review import API_VERSION, KIND, BadReview
 from .conftest import PAYLOADS, payload
 
 MakeReviewer = Callable[..., Reviewer]
+ANNOTATION_KEY = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 ENGINE = build_engine(Settings())
 KINDS = [
     ("", "Pod"),
@@ -63,6 +65,9 @@ def _check_contract(reply: Mapping[str, Any], uid: str) -> Mapping[str, Any]:
         assert len(response["status"]["message"].encode()) <= 1024
     assert all(len(w) <= 120 for w in response.get("warnings", []))
     assert len(response.get("warnings", [])) <= 21
+    for key, value in response.get("auditAnnotations", {}).items():
+        assert ANNOTATION_KEY.fullmatch(key) and len(key) <= 63, key  # prefixed with the webhook name
+        assert 0 < len(value) <= 512
     return response
 
 

@@ -1,0 +1,410 @@
+"""Webhook latency and throughput on loopback: `kubegap serve` over TLS, two workers, keep-alive clients.
+
+Run on demand (not part of the test suite):
+
+    python benchmarks/bench_webhook.py                  # 100 and 500 req/s, 2x500, then max rate
+    python benchmarks/bench_webhook.py --duration 20 --rates 100,250,500,1000
+    python benchmarks/bench_webhook.py --wrk            # also a closed-loop run with Debian's wrk, if present
+    python benchmarks/bench_webhook.py --wrk --install-wrk   # apt-get install -y wrk first
+
+Open-loop load: requests are scheduled at a fixed rate and each latency is measured from its scheduled
+send time, so a server that falls behind shows it in p99 instead of slowing the client down (no
+coordinated omission). Client threads keep their TLS connections alive, as the API server does. The
+load generator shares the machine's cores with the server, so the figures are pessimistic. Results are
+printed and written to benchmarks/out/webhook-<time>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import trustme
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "benchmarks" / "out"
+
+
+# --- payloads -------------------------------------------------------------------------------------------
+
+
+def _container(name: str, extra_env: int) -> dict[str, Any]:
+    env = {
+        "NCCL_IB_HCA": "mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7",
+        "NCCL_SOCKET_IFNAME": "eth0",
+        "NCCL_DEBUG": "WARN",
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING": "3",
+        "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "300",
+        "OMP_NUM_THREADS": "12",
+        "PYTHONUNBUFFERED": "1",
+        "HF_HOME": "/cache/huggingface",
+        "WANDB_PROJECT": "llama-sft",
+        "CUDA_DEVICE_MAX_CONNECTIONS": "1",
+    }
+    env.update({f"TRAINER_OPTION_{i:03d}": f"value-{i:03d}-" + "x" * 24 for i in range(extra_env)})
+    return {
+        "name": name,
+        "image": "nvcr.io/nvidia/pytorch:24.10-py3",
+        "command": ["torchrun"],
+        "args": ["--nnodes=17", "--nproc_per_node=8", "train.py", "--ddp_timeout", "1200",
+                 "--save_strategy", "steps", "--save_steps", "200", "--output_dir", "/ckpt/run-42"],
+        "env": [{"name": k, "value": v} for k, v in env.items()],
+        "resources": {
+            "limits": {"nvidia.com/gpu": "8", "rdma/ib": "1", "cpu": "96", "memory": "1600Gi"},
+            "requests": {"nvidia.com/gpu": "8", "rdma/ib": "1", "cpu": "90", "memory": "1500Gi"},
+        },
+        "livenessProbe": {"exec": {"command": ["/bin/sh", "-c", "find /tmp/heartbeat -mmin -10 | grep -q ."]},
+                          "periodSeconds": 60, "failureThreshold": 5, "timeoutSeconds": 5},
+        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, {"name": "ckpt", "mountPath": "/ckpt"},
+                         {"name": "cache", "mountPath": "/cache"}],
+        "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
+    }  # fmt: skip
+
+
+def _replica(count: int, extra_env: int) -> dict[str, Any]:
+    return {
+        "replicas": count,
+        "restartPolicy": "OnFailure",
+        "template": {
+            "metadata": {"labels": {"app": "llama-sft"}, "annotations": {"kubegap.dev/step-time": "2.5s"}},
+            "spec": {
+                "containers": [_container("pytorch", extra_env)],
+                "volumes": [
+                    {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "256Gi"}},
+                    {"name": "ckpt", "persistentVolumeClaim": {"claimName": "llm-ckpt"}},
+                    {"name": "cache", "persistentVolumeClaim": {"claimName": "hf-cache"}},
+                ],
+                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-H100-SXM"]}
+                    ]}]}}},
+            },
+        },
+    }  # fmt: skip
+
+
+def pytorchjob(extra_env: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {
+            "name": "llama-70b-sft", "namespace": "research", "uid": "f1e2d3c4-b5a6-4798-8a9b-0c1d2e3f4a5b",
+            "generation": 1, "creationTimestamp": "2026-11-30T09:12:44Z", "labels": {"team": "llm"},
+        },
+        "spec": {
+            "runPolicy": {"backoffLimit": 3, "cleanPodPolicy": "None"},
+            "pytorchReplicaSpecs": {"Master": _replica(1, extra_env), "Worker": _replica(16, extra_env)},
+        },
+    }  # fmt: skip
+
+
+def review(obj: dict[str, Any], old: dict[str, Any] | None = None) -> bytes:
+    request = {
+        "uid": "c0ffee00-1234-4abc-9def-0123456789ab",
+        "kind": {"group": "kubeflow.org", "version": "v1", "kind": "PyTorchJob"},
+        "resource": {"group": "kubeflow.org", "version": "v1", "resource": "pytorchjobs"},
+        "namespace": "research",
+        "name": obj["metadata"]["name"],
+        "operation": "UPDATE" if old else "CREATE",
+        "userInfo": {"username": "alice@example.com", "groups": ["ml-researchers", "system:authenticated"]},
+        "object": obj,
+        "oldObject": old,
+        "dryRun": False,
+        "options": {"kind": "UpdateOptions" if old else "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
+    }
+    body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def payloads() -> dict[str, bytes]:
+    small = review(pytorchjob(extra_env=40))
+    big_obj = pytorchjob(extra_env=135)
+    old = copy.deepcopy(big_obj)
+    big_obj["metadata"]["labels"]["priority"] = "high"
+    return {"pytorchjob-16w-create": small, "pytorchjob-update-50k": review(big_obj, old)}
+
+
+# --- the server -----------------------------------------------------------------------------------------
+
+
+class Server:
+    def __init__(self, workdir: Path, workers: int, threads: int) -> None:
+        ca = trustme.CA()
+        leaf = ca.issue_cert("127.0.0.1")
+        self.cert, self.key, self.ca = workdir / "tls.crt", workdir / "tls.key", workdir / "ca.crt"
+        leaf.cert_chain_pems[0].write_to_path(str(self.cert))
+        leaf.private_key_pem.write_to_path(str(self.key))
+        ca.cert_pem.write_to_path(str(self.ca))
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.log = (workdir / "serve.log").open("wb")
+        command = [sys.executable, "-m", "kubegap", "serve", "--cert", str(self.cert), "--key", str(self.key),
+                   "--bind", "127.0.0.1", "--port", str(self.port), "--workers", str(workers),
+                   "--threads", str(threads), "--drain-seconds", "0", "--log-level", "warning"]  # fmt: skip
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT)
+        self._wait_ready()
+
+    def context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.ca))
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SystemExit(f"kubegap serve exited with {self.process.returncode}")
+            try:
+                connection = http.client.HTTPSConnection(
+                    "127.0.0.1", self.port, context=self.context(), timeout=2
+                )
+                connection.request("GET", "/readyz")
+                if connection.getresponse().status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise SystemExit("kubegap serve did not become ready")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        self.log.close()
+
+
+# --- load -----------------------------------------------------------------------------------------------
+
+
+class OpenLoop:
+    """`rate` requests per second for `duration` seconds over `connections` kept-alive TLS connections."""
+
+    def __init__(self, server: Server, body: bytes, rate: float, duration: float, connections: int) -> None:
+        self.server, self.body, self.rate, self.duration = server, body, rate, duration
+        self.total = int(rate * duration)
+        self.latencies: list[float] = []  # from scheduled send time to response read
+        self.errors: list[str] = []
+        self._finished: list[float] = []
+        self._next = 0
+        self._lock = threading.Lock()
+        self._threads = [threading.Thread(target=self._run, daemon=True) for _ in range(connections)]
+
+    def run(self) -> dict[str, Any]:
+        self._start = time.perf_counter() + 0.2
+        for thread in self._threads:
+            thread.start()
+        for thread in self._threads:
+            thread.join(self.duration * 10 + 60)
+        elapsed = (max(self._finished) if self._finished else time.perf_counter()) - self._start
+        return summary(self.latencies, self.errors, elapsed, target=self.rate)
+
+    def _slot(self) -> int | None:
+        with self._lock:
+            if self._next >= self.total:
+                return None
+            self._next += 1
+            return self._next - 1
+
+    def _run(self) -> None:
+        connection = http.client.HTTPSConnection(
+            "127.0.0.1", self.server.port, context=self.server.context(), timeout=30
+        )
+        headers = {"Content-Type": "application/json"}
+        while (slot := self._slot()) is not None:
+            scheduled = self._start + slot / self.rate
+            delay = scheduled - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            try:
+                connection.request("POST", "/validate?timeout=10s", body=self.body, headers=headers)
+                reply = connection.getresponse()
+                data = reply.read()
+                problem = (
+                    None if reply.status == 200 and b'"uid":"c0ffee00' in data else f"HTTP {reply.status}"
+                )
+            except (OSError, http.client.HTTPException) as err:
+                problem = f"{type(err).__name__}: {err}"
+                connection.close()
+            done = time.perf_counter()
+            with self._lock:
+                self.latencies.append(done - scheduled)
+                if problem:
+                    self.errors.append(problem)
+                self._finished.append(done)
+        connection.close()
+
+
+def closed_loop(server: Server, body: bytes, duration: float, connections: int) -> dict[str, Any]:
+    """As fast as `connections` kept-alive clients go: the maximum sustained rate."""
+    latencies: list[float] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+    stop_at = time.perf_counter() + duration
+
+    def client() -> None:
+        connection = http.client.HTTPSConnection(
+            "127.0.0.1", server.port, context=server.context(), timeout=30
+        )
+        headers = {"Content-Type": "application/json"}
+        while time.perf_counter() < stop_at:
+            began = time.perf_counter()
+            try:
+                connection.request("POST", "/validate?timeout=10s", body=body, headers=headers)
+                reply = connection.getresponse()
+                reply.read()
+                problem = None if reply.status == 200 else f"HTTP {reply.status}"
+            except (OSError, http.client.HTTPException) as err:
+                problem = f"{type(err).__name__}: {err}"
+                connection.close()
+            with lock:
+                latencies.append(time.perf_counter() - began)
+                if problem:
+                    errors.append(problem)
+        connection.close()
+
+    threads = [threading.Thread(target=client, daemon=True) for _ in range(connections)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(duration + 60)
+    return summary(latencies, errors, time.perf_counter() - started)
+
+
+def summary(
+    latencies: list[float], errors: list[str], elapsed: float, target: float | None = None
+) -> dict[str, Any]:
+    ordered = sorted(latencies)
+
+    def pct(p: float) -> float:
+        return ordered[min(len(ordered) - 1, int(p * len(ordered)))] * 1000 if ordered else float("nan")
+
+    return {
+        "target_rps": target,
+        "requests": len(ordered),
+        "achieved_rps": round(len(ordered) / elapsed, 1) if elapsed > 0 else 0.0,
+        "p50_ms": round(pct(0.50), 2),
+        "p90_ms": round(pct(0.90), 2),
+        "p99_ms": round(pct(0.99), 2),
+        "max_ms": round(ordered[-1] * 1000, 2) if ordered else None,
+        "mean_ms": round(statistics.fmean(ordered) * 1000, 2) if ordered else None,
+        "errors": len(errors),
+        "first_errors": sorted(set(errors))[:3],
+    }
+
+
+def in_process(body: bytes, repeat: int = 300) -> dict[str, float]:
+    """The review alone (decode + evaluate + answer), without HTTP or TLS, for comparison."""
+    from kubegap.config import Settings
+    from kubegap.webhook.app import build_reviewer
+    from kubegap.webhook.metrics import Metrics
+    from kubegap.webhook.review import decode
+
+    reviewer = build_reviewer(Settings(), Metrics())
+    for _ in range(30):
+        reviewer.review(decode(body))
+    times = []
+    for _ in range(repeat):
+        began = time.perf_counter()
+        reviewer.review(decode(body))
+        times.append(time.perf_counter() - began)
+    times.sort()
+    return {
+        "median_ms": round(times[len(times) // 2] * 1000, 3),
+        "p99_ms": round(times[int(0.99 * repeat)] * 1000, 3),
+    }
+
+
+def with_wrk(server: Server, body: bytes, workdir: Path, duration: float, connections: int) -> str:
+    script = workdir / "post.lua"
+    (workdir / "body.json").write_bytes(body)
+    script.write_text(
+        'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n'
+        f'local f = io.open("{workdir / "body.json"}", "rb")\nwrk.body = f:read("*a")\nf:close()\n'
+    )
+    command = ["wrk", "-t1", f"-c{connections}", f"-d{int(duration)}s", "--timeout", "5s", "--latency",
+               "-s", str(script), f"https://127.0.0.1:{server.port}/validate?timeout=10s"]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True, timeout=duration + 60).stdout
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds per load step (default 10)")
+    parser.add_argument(
+        "--rates", default="100,500,1000", help="open-loop rates in req/s (default 100,500,1000)"
+    )
+    parser.add_argument(
+        "--connections", type=int, default=8, help="kept-alive client connections (default 8)"
+    )
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument(
+        "--wrk", action="store_true", help="also run Debian's wrk (closed loop), if installed"
+    )
+    parser.add_argument("--install-wrk", action="store_true", help="apt-get install -y wrk before running")
+    args = parser.parse_args()
+    if args.install_wrk:
+        subprocess.run(["apt-get", "install", "-y", "wrk"], check=True)
+    rates = [float(r) for r in args.rates.split(",") if r]
+    results: dict[str, Any] = {
+        "cpus": os.cpu_count(),
+        "workers": args.workers,
+        "threads": args.threads,
+        "connections": args.connections,
+        "duration_s": args.duration,
+        "runs": {},
+    }
+    workdir = Path(tempfile.mkdtemp(prefix="kubegap-bench-"))
+    server = Server(workdir, args.workers, args.threads)
+    try:
+        for name, body in payloads().items():
+            run: dict[str, Any] = {"bytes": len(body), "in_process": in_process(body)}
+            OpenLoop(server, body, 50, 2, args.connections).run()  # warm-up: both workers, every connection
+            for rate in rates:
+                run[f"open_{int(rate)}"] = OpenLoop(server, body, rate, args.duration, args.connections).run()
+                _print(name, f"{int(rate)} req/s", run[f"open_{int(rate)}"])
+            run["max"] = closed_loop(server, body, args.duration, args.connections)
+            _print(name, "max", run["max"])
+            if args.wrk and shutil.which("wrk"):
+                run["wrk"] = with_wrk(server, body, workdir, args.duration, args.connections)
+                print(run["wrk"])
+            results["runs"][name] = run
+    finally:
+        server.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    OUT.mkdir(parents=True, exist_ok=True)
+    target = OUT / f"webhook-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    target.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"written to {target}")
+    return 0
+
+
+def _print(name: str, step: str, result: dict[str, Any]) -> None:
+    print(
+        f"{name:24} {step:>12}: {result['achieved_rps']:7.1f} req/s  p50 {result['p50_ms']:7.2f} ms  "
+        f"p99 {result['p99_ms']:7.2f} ms  max {result['max_ms']} ms  errors {result['errors']}",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
