@@ -300,3 +300,13 @@ def test_metrics_count_decisions_and_results(reviewer: MakeReviewer) -> None:
     assert metrics.value(REQUESTS, ("allowed", "PyTorchJob", "CREATE")) == 2
     assert metrics.value(RESULTS, ("health-probes", "liveness-probe", "fail")) == 1
     assert metrics.value(RESULTS, ("health-probes", "liveness-probe", "pass")) == 2 * 2  # two roles per job
+
+
+def test_the_real_engine_stops_at_a_deadline_already_past(reviewer: MakeReviewer) -> None:
+    review = payload("pytorchjob-create-dryrun.json")
+    for section, allowed in (({}, True), ({"onError": "deny"}, False)):
+        outcome = reviewer(section).review(review, timeout="1ms")  # nothing is left after the margin
+        response = _check_contract(outcome.review, review["request"]["uid"])
+        assert response["allowed"] is allowed
+        assert response["auditAnnotations"] == {"error": "deadline"}
+        assert outcome.record["error"] == "deadline"
