@@ -1,0 +1,290 @@
+"""Benchmark: `kubegap audit` over 10,000 and 50,000 objects served by the test API server (page size 500).
+
+    python benchmarks/bench_audit.py [--sizes 10000,50000] [--page-size 500]
+
+The mix follows a GPU cluster: 40% Pods (half of them owned by a listed Job, so skipped as owned), 20%
+Jobs, 4% PyTorchJobs, 2% JobSets, 2% Nodes and the rest spread over the other supported kinds. The server
+runs in its own process; the audit runs as `python -m kubegap.audit.command --format json` in another, and
+its wall time and peak RSS (wait4's ru_maxrss) are reported. Prints figures; asserts nothing.
+Targets: 50,000 objects in at most 30 s on 2 cores; peak RSS at most 300 MB, growing < 20% from 10k to 50k.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the test API server lives in tests/support
+
+_OTHER = [
+    ("apps/v1", "Deployment"),
+    ("apps/v1", "StatefulSet"),
+    ("apps/v1", "ReplicaSet"),
+    ("apps/v1", "DaemonSet"),
+    ("batch/v1", "CronJob"),
+    ("ray.io/v1", "RayCluster"),
+    ("ray.io/v1", "RayJob"),
+    ("kubeflow.org/v1", "MPIJob"),
+    ("kubeflow.org/v1", "TFJob"),
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
+    ("batch.volcano.sh/v1alpha1", "Job"),
+    ("trainer.kubeflow.org/v1alpha1", "TrainJob"),
+]
+
+
+def _container(rng: random.Random, gpus: int) -> dict[str, Any]:
+    args = (
+        f"torchrun --nnodes 4 --nproc-per-node {gpus} pretrain.py --save /ckpt "
+        f"--save-interval {rng.choice([100, 500, 2000])} "
+        f"--distributed-timeout-minutes {rng.choice([10, 30, 60])}"
+    )
+    env = [
+        {"name": "NCCL_DEBUG", "value": "WARN"},
+        {"name": "FI_PROVIDER", "value": "efa"},
+        {"name": "TORCH_NCCL_ASYNC_ERROR_HANDLING", "value": rng.choice(["1", "3"])},
+    ]
+    limits: dict[str, Any] = {"cpu": "90", "memory": "800Gi"}
+    if gpus:
+        limits.update({"nvidia.com/gpu": gpus, "vpc.amazonaws.com/efa": 16})
+    return {
+        "name": "trainer",
+        "image": "registry.example.com/train:24.05",
+        "command": ["bash", "-c"],
+        "args": [args],
+        "env": env,
+        "resources": {"limits": limits, "requests": limits},
+    }
+
+
+def _template(rng: random.Random) -> dict[str, Any]:
+    gpus = rng.choice([0, 1, 8, 8])
+    return {
+        "metadata": {"annotations": {"kubegap.dev/step-time": "2.0s"}},
+        "spec": {"containers": [_container(rng, gpus)], "restartPolicy": "Never"},
+    }
+
+
+def _spec(api: str, kind: str, rng: random.Random) -> dict[str, Any]:
+    t = _template(rng)
+    match kind:
+        case "Pod":
+            return dict(t["spec"])
+        case "PyTorchJob" | "MPIJob" | "TFJob":
+            key = {
+                "PyTorchJob": "pytorchReplicaSpecs",
+                "MPIJob": "mpiReplicaSpecs",
+                "TFJob": "tfReplicaSpecs",
+            }[kind]
+            return {"runPolicy": {"backoffLimit": 3}, key: {"Worker": {"replicas": 4, "template": t}}}
+        case "JobSet":
+            return {
+                "replicatedJobs": [
+                    {
+                        "name": "workers",
+                        "replicas": 2,
+                        "template": {"spec": {"parallelism": 2, "template": t}},
+                    }
+                ]
+            }
+        case "CronJob":
+            return {"schedule": "0 * * * *", "jobTemplate": {"spec": {"template": t}}}
+        case "RayCluster":
+            return {
+                "headGroupSpec": {"template": t},
+                "workerGroupSpecs": [{"groupName": "gpu", "replicas": 2, "template": t}],
+            }
+        case "RayJob":
+            return {"rayClusterSpec": {"headGroupSpec": {"template": t}}}
+        case "LeaderWorkerSet":
+            return {"replicas": 1, "leaderWorkerTemplate": {"size": 2, "workerTemplate": t}}
+        case "TrainJob":
+            return {
+                "trainer": {
+                    "image": "train:1",
+                    "numNodes": 2,
+                    "resourcesPerNode": {"limits": {"nvidia.com/gpu": 8}},
+                }
+            }
+        case "Job" if api == "batch.volcano.sh/v1alpha1":
+            return {"tasks": [{"name": "worker", "replicas": 2, "template": t}]}
+        case _:
+            return {"replicas": 2, "parallelism": 2, "template": t}
+
+
+def _node(index: int, rng: random.Random) -> dict[str, Any]:
+    gpus = {"nvidia.com/gpu": "8"}
+    alloc = {"nvidia.com/gpu": "8" if rng.random() > 0.05 else "7"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": f"gpu-{index:05d}",
+            "uid": str(uuid.uuid4()),
+            "labels": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
+        },
+        "spec": {},
+        "status": {"capacity": gpus, "allocatable": alloc, "conditions": []},
+    }
+
+
+def generate(count: int, path: Path, seed: int = 11) -> None:
+    rng = random.Random(seed)
+    plan = {
+        ("v1", "Pod"): count * 40 // 100,
+        ("batch/v1", "Job"): count * 20 // 100,
+        ("kubeflow.org/v1", "PyTorchJob"): count * 4 // 100,
+        ("jobset.x-k8s.io/v1alpha2", "JobSet"): count * 2 // 100,
+        ("v1", "Node"): count * 2 // 100,
+    }
+    rest = count - sum(plan.values())
+    for i, key in enumerate(_OTHER):
+        plan[key] = rest // len(_OTHER) + (1 if i < rest % len(_OTHER) else 0)
+    job_uids: list[str] = []
+    with path.open("w", encoding="utf-8") as out:
+        for (api, kind), n in sorted(plan.items(), key=lambda item: item[0][1] == "Pod"):  # Jobs before Pods
+            for i in range(n):
+                if kind == "Node":
+                    out.write(json.dumps(_node(i, rng)) + "\n")
+                    continue
+                uid = str(uuid.UUID(int=rng.getrandbits(128)))
+                meta: dict[str, Any] = {
+                    "name": f"{kind.lower()}-{i:05d}",
+                    "namespace": f"team-{i % 40:02d}",
+                    "uid": uid,
+                }
+                if kind == "Job" and api == "batch/v1":
+                    job_uids.append(uid)
+                if kind == "Pod" and i % 2 == 0 and job_uids:
+                    owner = job_uids[i % len(job_uids)]
+                    meta["ownerReferences"] = [
+                        {
+                            "apiVersion": "batch/v1",
+                            "kind": "Job",
+                            "name": "j",
+                            "uid": owner,
+                            "controller": True,
+                        }
+                    ]
+                obj = {"apiVersion": api, "kind": kind, "metadata": meta, "spec": _spec(api, kind, rng)}
+                out.write(json.dumps(obj) + "\n")
+
+
+class _StubEngine:
+    """One failing finding per object and no CEL: isolates the audit's own memory from the engine's."""
+
+    def evaluate(self, obj: Any, context: Any = None, deadline: float | None = None) -> Any:
+        from kubegap.evaluate import Evaluation
+        from kubegap.findings import Finding, ObjectRef, Result, Severity
+
+        ref = ObjectRef.of(obj)
+        finding = Finding("stub", "always", Severity.HIGH, Result.FAIL, f"{ref.display()} fails", "none", ref)
+        return Evaluation(ref, True, (finding,))
+
+
+def _stub_child(kubeconfig: str, page_size: int) -> int:
+    from kubegap.audit.reader import connect
+    from kubegap.audit.retry import Api
+    from kubegap.audit.runner import Auditor
+    from kubegap.audit.scope import AuditScope
+
+    result = Auditor(Api(connect(kubeconfig, None)), _StubEngine(), AuditScope(page_size=page_size)).run()
+    print(json.dumps({"coverage": result.coverage.to_json(), "findings": [None] * result.spool.count}))
+    return 0
+
+
+def measure(count: int, page_size: int, work: Path, stub: bool = False) -> dict[str, Any]:
+    objects, kubeconfig = work / f"objects-{count}.jsonl", work / f"kubeconfig-{count}"
+    generate(count, objects)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.support.apiserver",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--load",
+            str(objects),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
+    try:
+        assert server.stdout is not None
+        ready = server.stdout.readline()
+        if not ready.startswith("READY"):
+            raise SystemExit(f"test API server did not start: {ready!r}")
+        report = work / f"audit-{count}.json"
+        start = time.perf_counter()
+        with report.open("w") as out:
+            command = ["-m", "kubegap.audit.command", "--kubeconfig", str(kubeconfig), "--format", "json",
+                       "--page-size", str(page_size), "--allow-incomplete"]  # fmt: skip
+            if stub:
+                command = [__file__, "--stub-child", str(kubeconfig), "--page-size", str(page_size)]
+            audit = subprocess.Popen([sys.executable, *command], stdout=out, cwd=ROOT, env=env)
+            _, status, usage = os.wait4(audit.pid, 0)
+        wall = time.perf_counter() - start
+    finally:
+        if server.stdin is not None:
+            server.stdin.close()
+        server.wait(timeout=30)
+    doc = json.loads(report.read_text())
+    totals = doc["coverage"]["totals"]
+    return {
+        "engine": "stub" if stub else "real",
+        "objects": count,
+        "exit": os.waitstatus_to_exitcode(status),
+        "wall_s": round(wall, 2),
+        "objects_per_s": round(count / wall),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "seen": totals["seen"],
+        "evaluated": totals["evaluated"],
+        "skipped_owned": totals["skippedOwned"],
+        "findings": len(doc["findings"]),
+        "complete": doc["coverage"]["complete"],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,50000")
+    parser.add_argument("--page-size", type=int, default=500)
+    parser.add_argument("--stub-engine", action="store_true", help="also measure with a stub engine (no CEL)")
+    parser.add_argument("--stub-child", metavar="KUBECONFIG", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.stub_child:
+        return _stub_child(args.stub_child, args.page_size)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="kubegap-bench-audit-") as tmp:
+        for stub in (False, True) if args.stub_engine else (False,):
+            for size in (int(s) for s in args.sizes.split(",")):
+                row = measure(size, args.page_size, Path(tmp), stub)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    for engine in ("real", "stub"):
+        same = [r for r in rows if r["engine"] == engine]
+        if len(same) >= 2:
+            growth = same[-1]["peak_rss_mb"] / same[0]["peak_rss_mb"] - 1
+            sizes = f"{same[0]['objects']:,} -> {same[-1]['objects']:,}"
+            print(f"{engine} engine: peak RSS growth {sizes}: {growth:+.1%}")
+    out = ROOT / "benchmarks" / "out"
+    out.mkdir(exist_ok=True)
+    (out / "audit.json").write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
