@@ -1,0 +1,34 @@
+# syntax=docker/dockerfile:1
+# The kubegap image: one `kubegap` entrypoint for the admission webhook (`kubegap serve`) and the audit
+# (`kubegap audit`) that the Helm chart in charts/kubegap runs. Build and push:
+#   docker build -t registry.example.com/kubegap/kubegap:0.1.0 .
+#   docker push registry.example.com/kubegap/kubegap:0.1.0
+# then install the chart with --set image.repository=registry.example.com/kubegap/kubegap (and pin
+# image.digest to the pushed digest).
+
+# Both stages use the same base so that the virtual environment built in the first runs in the second.
+ARG PYTHON_IMAGE=python:3.12-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PIP_ROOT_USER_ACTION=ignore
+WORKDIR /src
+COPY pyproject.toml README.md LICENSE ./
+COPY kubegap ./kubegap
+COPY policies ./policies
+RUN python -m pip wheel --no-deps --wheel-dir /dist .
+# The wheel with the webhook (Flask, gunicorn) and audit (Kubernetes client) extras, in its own venv;
+# pip itself is not needed at run time.
+RUN python -m venv /opt/kubegap \
+ && /opt/kubegap/bin/pip install "$(ls /dist/kubegap-*.whl)[webhook,audit]" \
+ && /opt/kubegap/bin/pip uninstall --yes pip
+
+FROM ${PYTHON_IMAGE} AS runtime
+LABEL org.opencontainers.image.title="kubegap" \
+      org.opencontainers.image.description="Reliability rules for GPU training workloads on Kubernetes" \
+      org.opencontainers.image.licenses="Apache-2.0"
+ENV PATH=/opt/kubegap/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HOME=/tmp
+COPY --from=build /opt/kubegap /opt/kubegap
+# The chart's pods run as this user with a read-only root file system (only /tmp is writable there).
+USER 65532:65532
+ENTRYPOINT ["kubegap"]
+CMD ["--help"]

@@ -1,0 +1,211 @@
+"""The Dockerfile, tested without a Docker engine (there is none on these machines).
+
+What can run here runs: the build stage's COPY list is laid out in a scratch folder and its wheel command
+builds the wheel there (without build isolation, which would download setuptools); the wheel is installed
+into a fresh virtual environment the way the build stage installs it, and its `kubegap` entrypoint answers.
+The base image, the user and the layering are checked by reading the Dockerfile.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from chart.helm import REPO
+
+DOCKERFILE = REPO / "Dockerfile"
+
+
+@dataclass
+class Stage:
+    base: str
+    name: str
+    instructions: list[tuple[str, str]] = field(default_factory=list)
+
+    def args(self, instruction: str) -> list[str]:
+        return [a for i, a in self.instructions if i == instruction]
+
+
+def _instructions(text: str) -> list[tuple[str, str]]:
+    logical: list[str] = []
+    pending = ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        pending += stripped[:-1] + " " if stripped.endswith("\\") else stripped
+        if not stripped.endswith("\\"):
+            logical.append(pending)
+            pending = ""
+    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1]) for line in logical]
+
+
+def _stages() -> tuple[dict[str, str], list[Stage]]:
+    build_args: dict[str, str] = {}
+    stages: list[Stage] = []
+    for instruction, argument in _instructions(DOCKERFILE.read_text(encoding="utf-8")):
+        if instruction == "ARG" and not stages:
+            key, _, value = argument.partition("=")
+            build_args[key] = value
+        elif instruction == "FROM":
+            words = argument.split()
+            base = words[0]
+            for key, value in build_args.items():
+                base = base.replace("${" + key + "}", value)
+            stages.append(Stage(base, words[2] if len(words) == 3 and words[1].upper() == "AS" else ""))
+        else:
+            stages[-1].instructions.append((instruction, argument))
+    return build_args, stages
+
+
+def test_multi_stage_slim_non_root_with_kubegap_entrypoint() -> None:
+    _, stages = _stages()
+    build, runtime = stages
+    assert (build.name, runtime.name) == ("build", "runtime")
+    # Same base: the venv made in the build stage must find the same interpreter at run time.
+    assert build.base == runtime.base
+    image, _, tag = runtime.base.partition(":")
+    version = tuple(int(part) for part in tag.split("-")[0].split("."))
+    assert image == "python" and "slim" in tag and version >= (3, 11)  # the project's requires-python
+    (user,) = runtime.args("USER")
+    uid, _, gid = user.partition(":")
+    assert uid.isdigit() and int(uid) == 65532 and gid == uid  # the chart's runAsUser / runAsGroup
+    assert json.loads(runtime.args("ENTRYPOINT")[0]) == ["kubegap"]
+    # The runtime stage takes only the finished environment: no sources, no compilers, no pip.
+    assert runtime.args("RUN") == []
+    assert runtime.args("COPY") == ["--from=build /opt/kubegap /opt/kubegap"]
+    assert any("pip uninstall --yes pip" in run for run in build.args("RUN"))
+
+
+def test_dockerignore_admits_exactly_what_the_build_copies() -> None:
+    _, (build, _) = _stages()
+    copied = {src.rstrip("/") for arg in build.args("COPY") for src in shlex.split(arg)[:-1]}
+    lines = (REPO / ".dockerignore").read_text(encoding="utf-8").splitlines()
+    admitted = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
+    assert copied == admitted == {"pyproject.toml", "README.md", "LICENSE", "kubegap", "policies"}
+
+
+def _wheel_command(build: Stage) -> list[str]:
+    (command,) = [shlex.split(run) for run in build.args("RUN") if "pip wheel" in run]
+    assert command[:3] == ["python", "-m", "pip"] and command[-1] == "."
+    return command
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    _, (build, _) = _stages()
+    context = tmp_path_factory.mktemp("context")
+    for arg in build.args("COPY"):
+        *sources, destination = shlex.split(arg)
+        for source in sources:
+            target = (
+                context / destination / Path(source).name if destination.endswith("/") else context / source
+            )
+            src = REPO / source
+            if src.is_dir():
+                subprocess.run(["cp", "-r", str(src), str(target)], check=True)
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(src.read_bytes())
+    dist = tmp_path_factory.mktemp("dist")
+    command = _wheel_command(build)
+    command = [sys.executable, *command[1:]]
+    command[command.index("/dist")] = str(dist)
+    command.insert(-1, "--no-build-isolation")  # isolation would download the build backend
+    subprocess.run(command, cwd=context, check=True, capture_output=True, timeout=300)
+    (built,) = dist.glob("kubegap-*.whl")
+    return built
+
+
+@pytest.mark.slow
+def test_wheel_ships_the_package_policies_and_entrypoint(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+        assert "kubegap = kubegap.cli:main" in archive.read(entry_points).decode()
+        metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert {"kubegap/cli.py", "kubegap/webhook/serve.py", "kubegap/audit/command.py"} <= names
+    assert "kubegap/policies/knobs.yaml" in names
+    assert any(n.startswith("kubegap/policies/nccl-timeout/") for n in names)
+    assert any(n.startswith("kubegap/schemas/") for n in names)
+    assert "Provides-Extra: webhook" in metadata and "Provides-Extra: audit" in metadata
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv with the wheel, as the build stage makes /opt/kubegap.
+
+    No network here: the wheel goes in without its dependencies, which this test environment already has
+    and lends through a .pth file (after the venv's own site-packages, so kubegap itself comes from the
+    wheel).
+    """
+    venv = tmp_path_factory.mktemp("venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index"]
+    subprocess.run([*pip, f"{wheel}[webhook,audit]"], check=True, capture_output=True, timeout=300)
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    Path(site, "lent-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    return venv
+
+
+def _run(venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    return subprocess.run(
+        [str(venv / "bin" / "kubegap"), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=venv,
+        env=env,
+    )
+
+
+@pytest.mark.slow
+def test_entrypoint_runs_from_the_installed_wheel(installed: Path) -> None:
+    where = subprocess.run(
+        [str(installed / "bin" / "python"), "-c", "import kubegap; print(kubegap.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=installed,
+    ).stdout.strip()
+    assert where.startswith(str(installed)), where
+    helped = _run(installed, "--help")
+    assert helped.returncode == 0 and "serve" in helped.stdout and "audit" in helped.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("command", "flags"),
+    [
+        ("serve", ["--cert", "--key", "--port", "--config", "--workers", "--threads"]),
+        ("audit", ["--config", "--format", "--resolve-configmaps", "--write-policyreports"]),
+    ],
+)
+def test_chart_commands_exist_in_the_installed_wheel(installed: Path, command: str, flags: list[str]) -> None:
+    helped = _run(installed, command, "--help")
+    assert helped.returncode == 0, helped.stderr
+    assert all(flag in helped.stdout for flag in flags)
+
+
+@pytest.mark.slow
+def test_bundled_policies_load_from_the_installed_wheel(installed: Path) -> None:
+    listed = _run(installed, "policies", "list", "--format", "json")
+    assert listed.returncode == 0, listed.stderr
+    assert "nccl-timeout" in listed.stdout
