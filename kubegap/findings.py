@@ -142,12 +142,17 @@ class Summary:
     invalid: int = 0  # documents that could not be read
     results: Counter[str] = field(default_factory=Counter)  # by Result value, passes included
     severities: Counter[str] = field(default_factory=Counter)  # failing findings by severity
+    # object -> sources whose values could not be seen (Secrets, absent ConfigMaps), passes included
+    unresolved: dict[str, list[str]] = field(default_factory=dict)
 
     def add(self, results: Iterable[Finding]) -> None:
         for finding in results:
             self.results[finding.result.value] += 1
             if finding.result is Result.FAIL:
                 self.severities[finding.severity.value] += 1
+            if finding.unresolved:
+                known = self.unresolved.setdefault(finding.object.display(), [])
+                known += [u for u in finding.unresolved if u not in known]
 
     def merge(self, other: Summary) -> None:
         self.objects += other.objects
@@ -155,6 +160,7 @@ class Summary:
         self.invalid += other.invalid
         self.results.update(other.results)
         self.severities.update(other.severities)
+        self.unresolved.update(other.unresolved)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -163,6 +169,7 @@ class Summary:
             "invalid": self.invalid,
             "results": {r.value: self.results.get(r.value, 0) for r in Result},
             "failuresBySeverity": {s.value: self.severities.get(s.value, 0) for s in Severity},
+            "unresolved": self.unresolved,
         }
 
 

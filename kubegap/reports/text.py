@@ -47,6 +47,12 @@ def render(findings: Sequence[Finding], summary: Summary) -> str:
         for finding in group:
             out.extend(_block(finding))
         out.append("")
+    if summary.unresolved:
+        out.append(
+            "values kubegap could not see (a rule that needs one fails; a rule that forbids one passes):"
+        )
+        out += [f"  {name}: {'; '.join(sources)}" for name, sources in sorted(summary.unresolved.items())]
+        out.append("")
     out.append(summary_line(summary))
     return "\n".join(out) + "\n"
 
