@@ -152,7 +152,23 @@ def test_summary_counts_results_and_failing_severities() -> None:
         "invalid": 1,
         "results": {"pass": 1, "fail": 2, "error": 1, "skip": 1},
         "failuresBySeverity": {"critical": 0, "high": 1, "medium": 1, "low": 0, "info": 0},
+        "unresolved": {},
     }
+
+
+def test_summary_lists_unresolved_sources_per_object_once() -> None:
+    summary = Summary()
+    pod = ObjectRef("v1", "Pod", "ns", "a")
+    job = ObjectRef("batch/v1", "Job", "ns", "b")
+    unseen = ("env X from Secret s (never read)",)
+    summary.add(
+        [
+            Finding("p", "r1", Severity.HIGH, Result.PASS, "", "", pod, unresolved=unseen),
+            Finding("p", "r2", Severity.HIGH, Result.FAIL, "m", "f", pod, unresolved=unseen),
+            Finding("p", "r1", Severity.HIGH, Result.PASS, "", "", job),
+        ]
+    )
+    assert summary.unresolved == {"Pod/ns/a": list(unseen)}
 
 
 @pytest.mark.parametrize(
