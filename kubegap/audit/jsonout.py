@@ -12,21 +12,18 @@ from typing import Any, TextIO
 from kubegap.findings import Finding, Summary
 
 
-def _dump(value: Any, indent: str) -> str:
-    """`value` as json.dumps(indent=2) renders it nested at `indent` (the first line left for the caller)."""
-    return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + indent)
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
 
 
 def write(
     out: TextIO, findings: Iterable[Finding], summary: Summary, extra: Mapping[str, Any] | None = None
 ) -> None:
-    out.write('{\n  "findings": [')
-    first = True
-    for finding in findings:
-        out.write("\n    " if first else ",\n    ")
-        out.write(_dump(finding.to_json(), "    "))
-        first = False
-    out.write("]" if first else "\n  ]")
+    out.write('{"findings": [')
+    for index, finding in enumerate(findings):
+        out.write(", " if index else "")
+        out.write(_dump(finding.to_json()))
+    out.write("]")
     for key, value in {"summary": summary.to_json(), **(extra or {})}.items():
-        out.write(f",\n  {json.dumps(key, ensure_ascii=False)}: {_dump(value, '  ')}")
-    out.write("\n}\n")
+        out.write(f", {_dump(key)}: {_dump(value)}")
+    out.write("}\n")

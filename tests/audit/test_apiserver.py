@@ -189,7 +189,7 @@ def test_dropped_connection_gives_no_reply(apiserver: ApiServer) -> None:
 
 
 def test_policyreports_accept_create_and_update_with_resource_version(apiserver: ApiServer) -> None:
-    report = {
+    report: dict[str, Any] = {
         "apiVersion": "wgpolicyk8s.io/v1alpha2",
         "kind": "PolicyReport",
         "metadata": {"name": "r", "namespace": "x"},
