@@ -1,0 +1,222 @@
+"""`--format sarif`: SARIF 2.1.0 as GitHub code scanning and other SARIF viewers read it.
+
+One reportingDescriptor per policy validation (`policy/rule`), plus one for each engine rule that shows up
+(`invalid-declaration`, `exemption-reason`, `invalid-manifest/*`). Failing and errored results are listed;
+exempted ones are listed as suppressed (`inSource`, with the reason), so a viewer shows them as dismissed
+rather than losing them; passes are only counted, in the run's properties.
+
+Lint results carry a physical location (file, line, column); every result also carries logical locations
+(the object, and the field path inside it), so audit results have a place too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+import re
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import quote
+
+from kubegap.findings import Finding, Result
+from kubegap.policy import Policy
+from kubegap.reports import sarifrules
+from kubegap.reports.sarifrules import Descriptor
+
+SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+TOOL_NAME = "kubegap"
+FINGERPRINT = "kubegapFinding/v1"
+SOURCE_ROOT = "%SRCROOT%"
+STDIN_NAME = "<stdin>"  # the name lint gives to stdin without `# Source:` lines: no file to point at
+
+_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:/")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def render(
+    results: Sequence[Finding],
+    policies: Sequence[Policy],
+    tool_version: str,
+    *,
+    base_dir: str | None = None,
+) -> str:
+    """The SARIF log of one run; `results` may include passes (counted, not listed).
+
+    `base_dir` (the directory the run was started in) turns absolute file names below it into relative
+    URIs, which code scanning resolves against the repository root.
+    """
+    listed = sorted((f for f in results if f.result is not Result.PASS), key=_order)
+    table = sarifrules.RuleTable(policies)
+    for finding in listed:
+        table.note(finding)
+    run: dict[str, Any] = {
+        "tool": {
+            "driver": {
+                "name": TOOL_NAME,
+                "version": tool_version,
+                "semanticVersion": tool_version,
+                "rules": [d.descriptor for d in table.descriptors],
+            }
+        },
+        "columnKind": "unicodeCodePoints",
+        "results": [_result(f, table.index(f), table.descriptors, base_dir) for f in listed],
+        "properties": {"results": _counts(results)},
+    }
+    files = {f.file for f in listed if f.file and f.file != STDIN_NAME}
+    if base_dir and any(_uri(name, base_dir)[1] for name in files):
+        run["originalUriBaseIds"] = {SOURCE_ROOT: {"uri": _directory_uri(base_dir)}}
+    log = {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+    text = json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+    # A lone surrogate (from a JSON or YAML escape) cannot be written as UTF-8: show it as U+FFFD.
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def _order(f: Finding) -> tuple[Any, ...]:
+    ref = f.object
+    return (
+        f.file or "",
+        f.document if f.document is not None else -1,
+        f.line or 0,
+        f.column or 0,
+        ref.kind,
+        ref.namespace or "",
+        ref.name,
+        f.role or "",
+        f.container or "",
+        f.policy,
+        f.rule,
+        f.path or "",
+    )
+
+
+def _counts(results: Sequence[Finding]) -> dict[str, int]:
+    counted = Counter(f.result.value for f in results)
+    return {r.value: counted.get(r.value, 0) for r in Result}
+
+
+def _result(
+    finding: Finding, index: int, rules: Sequence[Descriptor], base_dir: str | None
+) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "ruleId": rules[index].id,
+        "ruleIndex": index,
+        "level": sarifrules.LEVEL[finding.severity],
+        "message": {"text": _message(finding)},
+        "locations": [_location(finding, base_dir)],
+        "partialFingerprints": {FINGERPRINT: fingerprint(finding)},
+        "properties": finding.to_json(),
+    }
+    if finding.result is Result.SKIP:
+        result["suppressions"] = [{"kind": "inSource", "justification": _reason(finding)}]
+    return result
+
+
+def fingerprint(finding: Finding) -> str:
+    """Stable across runs and line moves: the finding's identity (`Finding.key()`) and its file, if any.
+
+    The file counts because two files may hold objects of the same name (overlays, environments): each is
+    a separate thing to fix.
+    """
+    identity = [*finding.key(), finding.file]
+    return hashlib.sha256(json.dumps(identity, ensure_ascii=False).encode("utf-8", "replace")).hexdigest()
+
+
+def _message(finding: Finding) -> str:
+    text = finding.message or f"{finding.policy}/{finding.rule} failed"
+    if finding.result is Result.ERROR:
+        text = f"evaluation error: {text}"
+    subject = _subject(finding)
+    return f"{text} [{subject}]" if subject else text
+
+
+def _subject(finding: Finding) -> str:
+    parts = [finding.object.display()] if finding.object.kind else []
+    if finding.role:
+        parts.append(f"role {finding.role}")
+    if finding.container:
+        parts.append(f"container {finding.container}")
+    return ", ".join(parts)
+
+
+def _reason(finding: Finding) -> str:
+    # The engine reports an exemption as "exempted: <reason>"; the justification is the reason alone.
+    prefix = "exempted: "
+    return finding.message.removeprefix(prefix) if finding.message.startswith(prefix) else finding.message
+
+
+def _has_file(finding: Finding) -> bool:
+    return bool(finding.file) and finding.file != STDIN_NAME
+
+
+def _location(finding: Finding, base_dir: str | None) -> dict[str, Any]:
+    location: dict[str, Any] = {}
+    if _has_file(finding):
+        assert finding.file is not None
+        uri, relative = _uri(finding.file, base_dir)
+        artifact: dict[str, Any] = {"uri": uri}
+        if relative:
+            artifact["uriBaseId"] = SOURCE_ROOT
+        # A file-level finding (an unreadable file) points at the top of the file.
+        region: dict[str, Any] = {"startLine": finding.line if finding.line and finding.line > 0 else 1}
+        if finding.line and finding.column and finding.column > 0:
+            region["startColumn"] = finding.column
+        location["physicalLocation"] = {"artifactLocation": artifact, "region": region}
+    logical = _logical_locations(finding)
+    if logical:
+        location["logicalLocations"] = logical
+    return location
+
+
+def _logical_locations(finding: Finding) -> list[dict[str, Any]]:
+    ref = finding.object
+    if not ref.kind:  # an unreadable document names no object
+        return []
+    where = {"role": finding.role, "container": finding.container}
+    out: list[dict[str, Any]] = [
+        {
+            "name": ref.name,
+            "fullyQualifiedName": ref.display(),
+            "kind": "resource",
+            "properties": {**ref.to_json(), **{k: v for k, v in where.items() if v}},
+        }
+    ]
+    if finding.path:
+        out.append(
+            {
+                "name": finding.path,
+                "fullyQualifiedName": f"{ref.display()}:{finding.path}",
+                "kind": "property",
+            }
+        )
+    return out
+
+
+def _uri(file: str, base_dir: str | None) -> tuple[str, bool]:
+    """(URI, is relative): relative to `base_dir` when the file lies below it, else as given."""
+    path = file.replace("\\", "/")
+    if posixpath.isabs(path) or _WINDOWS_DRIVE.match(path):
+        below = _below(path, base_dir)
+        if below is None:
+            return _absolute_uri(path), False
+        path = below
+    path = posixpath.normpath(path)
+    return quote(path, safe="/"), True
+
+
+def _below(path: str, base_dir: str | None) -> str | None:
+    if not base_dir:
+        return None
+    base = posixpath.normpath(base_dir.replace("\\", "/")).rstrip("/") + "/"
+    normalized = posixpath.normpath(path)
+    return normalized[len(base) :] if normalized.startswith(base) else None
+
+
+def _absolute_uri(path: str) -> str:
+    path = posixpath.normpath(path)
+    return "file://" + ("/" if _WINDOWS_DRIVE.match(path) else "") + quote(path, safe="/:")
+
+
+def _directory_uri(base_dir: str) -> str:
+    return _absolute_uri(base_dir.replace("\\", "/")).rstrip("/") + "/"

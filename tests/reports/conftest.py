@@ -1,0 +1,32 @@
+"""Fixtures for the CI-format tests: the real engine, and the sample repository linted by it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kubegap.config import Settings
+from kubegap.evaluate import Engine, build_engine
+from kubegap.lint import lint
+from tests.reports.sample import Sample, write_repo
+
+
+@pytest.fixture(scope="session")
+def engine() -> Engine:
+    return build_engine(Settings())
+
+
+@pytest.fixture(scope="session")
+def sample(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sample]:
+    root = tmp_path_factory.mktemp("repo")
+    names = write_repo(root)
+    cwd = Path.cwd()
+    os.chdir(root)  # lint reports paths as given: relative, as in a CI checkout
+    try:
+        report = lint(names, engine, keep_passes=True)
+    finally:
+        os.chdir(cwd)
+    yield Sample(root, report, engine)
