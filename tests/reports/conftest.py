@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from kubegap.config import Settings
-from kubegap.evaluate import Engine, build_engine
-from kubegap.lint import lint
-from tests.reports.sample import Sample, write_repo
+# The test modules import their sample by its full name, also when pytest is run without `python -m`.
+_ROOT = str(Path(__file__).resolve().parents[2])
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+from kubegap.config import Settings  # noqa: E402
+from kubegap.evaluate import Engine, build_engine  # noqa: E402
+from kubegap.lint import lint  # noqa: E402
+from tests.reports.sample import Sample, write_repo  # noqa: E402
 
 
 @pytest.fixture(scope="session")
