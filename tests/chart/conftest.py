@@ -50,6 +50,7 @@ def _jobs() -> list[dict[str, Any]]:
     defaults = scenario_values("defaults")
     jobs += [
         {"name": "kube-1.28", "kubeVersion": "v1.28.0", "steps": [{"action": "install", "values": defaults}]},
+        {"name": "uninstall", "steps": [{"action": "install", "values": defaults}, {"action": "uninstall"}]},
         {"name": "kube-1.27", "kubeVersion": "v1.27.9", "steps": [{"action": "install", "values": defaults}]},
         {"name": "extras", "certManager": True, "steps": [{"action": "install", "values": EXTRAS}]},
         # Nothing may assume the release is called kubegap or lives in namespace kubegap.

@@ -7,7 +7,7 @@ Reads a JSON request on stdin and prints a JSON answer on stdout:
                "certManager": false,
                "steps": [{"action": "install", "values": {...}},
                          {"action": "patch", "path": "/api/v1/namespaces/kubegap/secrets/x", "merge": {...}},
-                         {"action": "upgrade", "values": {...}}]}]}
+                         {"action": "upgrade", "values": {...}}, {"action": "uninstall"}]}]}
 
 Each job gets its own sink API server (see sinkapi.py); an install or upgrade step answers with the rendered
 manifest and notes, or with the error Helm raised; a patch step changes a stored object between steps (to
@@ -35,6 +35,9 @@ _TIMEOUT_S = 60
 def _release_step(config: Any, chart: str, release: str, step: dict[str, Any]) -> dict[str, Any]:
     values = step.get("values") or {}
     try:
+        if step["action"] == "uninstall":
+            asyncio.run(helm_sdkpy.Uninstall(config).run(release, wait=False, timeout=_TIMEOUT_S))
+            return {"action": "uninstall"}
         if step["action"] == "install":
             action = helm_sdkpy.Install(config).run(
                 release, chart, values=values, wait=False, timeout=_TIMEOUT_S

@@ -140,7 +140,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-def _selector_matches(selector: str, labels: Mapping[str, str]) -> bool:
+def selector_matches(selector: str, labels: Mapping[str, str]) -> bool:
     for term in filter(None, (t.strip() for t in selector.split(","))):
         if "!=" in term:
             key, value = term.split("!=", 1)
@@ -179,6 +179,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _read_body(self) -> Any:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if self.command not in ("POST", "PUT", "PATCH"):
+            return None  # DeleteOptions and the like: read (the connection is reused), not needed
         if "protobuf" in (self.headers.get("Content-Type") or ""):
             return decode(raw)
         return json.loads(raw) if raw else None
@@ -187,7 +189,7 @@ class _Handler(BaseHTTPRequestHandler):
         url = urllib.parse.urlsplit(self.path)
         query = urllib.parse.parse_qs(url.query)
         try:
-            body = self._read_body() if self.command in ("POST", "PUT", "PATCH") else None
+            body = self._read_body()
         except (ValueError, ProtobufError) as exc:
             self._status(415, "UnsupportedMediaType", str(exc))
             return
@@ -220,7 +222,7 @@ class _Handler(BaseHTTPRequestHandler):
                 for path, obj in sorted(state.objects.items())
                 if path.startswith(prefix)
                 and "/" not in path[len(prefix) :]
-                and _selector_matches(selector, obj.get("metadata", {}).get("labels") or {})
+                and selector_matches(selector, obj.get("metadata", {}).get("labels") or {})
             ]
             kind = f"{target.resource.kind}List"
             self._send(200, {"kind": kind, "apiVersion": target.resource.group_version, "items": items})

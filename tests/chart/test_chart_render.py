@@ -75,6 +75,16 @@ def test_helm_rejects_bad_values_naming_the_field(jobs: Mapping[str, Job], name:
     assert BAD_VALUES[name][1] in error
 
 
+def test_uninstall_removes_the_webhook_configuration_first(jobs: Mapping[str, Job]) -> None:
+    # Removed first, the API server stops calling the webhook before its pods and Service go away.
+    job = jobs["uninstall"]
+    assert [(s.action, s.error) for s in job.steps] == [("install", None), ("uninstall", None)]
+    deleted = [r["path"].split("/")[-2] for r in job.requests if r["method"] == "DELETE"]
+    assert deleted[0] == "validatingwebhookconfigurations"
+    assert {"deployments", "services", "clusterroles", "cronjobs"} <= set(deleted)
+    assert all("/sh.helm.release" in p or "/kube-root" in p for p in job.objects), sorted(job.objects)
+
+
 def test_install_creates_the_webhook_configuration_last(jobs: Mapping[str, Job]) -> None:
     # The API server must never call a webhook whose Service and Deployment do not exist yet.
     job = jobs["scenario:defaults"]
