@@ -33,6 +33,7 @@ class Assignment:
     value: str | None  # None: `mpirun -x NAME` forwards the launcher's own value
     path: FieldPath
     how: str  # "export", "prefix" or "mpirun -x"
+    position: int = 0  # index in CommandLine.tokens: `-x NAME` sees only what was exported before it
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +46,11 @@ class CommandLine:
         default_factory=dict
     )  # flag -> (pos, value)
     overrides: tuple[tuple[str, str, Token], ...] = ()
+
+    @property
+    def launches_mpi(self) -> bool:
+        """The command starts ranks with mpirun/mpiexec: its flags are the ranks' flags too."""
+        return any(t.text.rsplit("/", 1)[-1] in _MPI_LAUNCHERS for t in self.tokens)
 
     def flag_values(self, names: frozenset[str]) -> list[tuple[str, str | None, Token]]:
         """(flag, value, token) of the named flags, in command-line order."""
@@ -143,20 +149,20 @@ def tokenize(container: Mapping[str, object]) -> CommandLine:
         _raw_words(command if isinstance(command, list) else [], args if isinstance(args, list) else [])
     )
     tokens: list[Token] = []
-    scripts: list[tuple[list[str], FieldPath]] = []
+    scripts: list[tuple[list[str], FieldPath, int]] = []
     script_next = False
     for position, (word, path) in enumerate(words):
         if script_next:
             script_words = _shell_words(word)
-            scripts.append((script_words, path))
+            scripts.append((script_words, path, len(tokens)))
             tokens.extend(Token(w, path) for w in script_words if w not in _SEPARATORS)
             script_next = False
             continue
         tokens.append(Token(word, path))
         script_next = _opens_script(words, position)
     env: list[Assignment] = []
-    for script_words, path in scripts:
-        env.extend(_script_assignments(script_words, path))
+    for script_words, path, first in scripts:
+        env.extend(_script_assignments(script_words, path, first))
     index: dict[str, list[tuple[int, str | None]]] = {}
     for position, flag, value in _flags(tokens):
         index.setdefault(flag, []).append((position, value))
@@ -169,20 +175,23 @@ def tokenize(container: Mapping[str, object]) -> CommandLine:
     )
 
 
-def _script_assignments(words: list[str], path: FieldPath) -> Iterator[Assignment]:
+def _script_assignments(words: list[str], path: FieldPath, first: int) -> Iterator[Assignment]:
+    """Assignments of one script whose first word is token `first`."""
     at_start = True
     exporting = False
+    position = first - 1
     for word in words:
         if word in _SEPARATORS:
             at_start, exporting = True, False
             continue
+        position += 1
         match = _ASSIGNMENT.match(word)
         if exporting and match:
-            yield Assignment(match.group(1), match.group(2), path, "export")
+            yield Assignment(match.group(1), match.group(2), path, "export", position)
         elif at_start and word == "export":
             exporting = True
         elif at_start and match:
-            yield Assignment(match.group(1), match.group(2), path, "prefix")
+            yield Assignment(match.group(1), match.group(2), path, "prefix", position)
         elif not exporting:
             at_start = False
 
@@ -195,7 +204,7 @@ def _mpirun_forwards(tokens: Sequence[Token]) -> Iterator[Assignment]:
         elif in_mpirun and token.text == "-x" and index + 1 < len(tokens):
             name, sep, value = tokens[index + 1].text.partition("=")
             if _NAME.match(name):
-                yield Assignment(name, value if sep else None, token.path, "mpirun -x")
+                yield Assignment(name, value if sep else None, token.path, "mpirun -x", index)
 
 
 def _flags(tokens: Sequence[Token]) -> Iterator[tuple[int, str, str | None]]:

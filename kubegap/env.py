@@ -55,7 +55,7 @@ def _from_env_from(
                 yield f"envFrom ConfigMap {namespace}/{name} (not available)"
                 continue
             for key, value in data.items():
-                yield Variable(prefix + key, str(value), path, f"ConfigMap {namespace}/{name}")
+                yield Variable(prefix + key, str(value).strip(), path, f"ConfigMap {namespace}/{name}")
         elif isinstance(entry.get("secretRef"), Mapping):
             yield f"envFrom Secret {_ref(entry['secretRef'])[0]} (never read)"
 

@@ -127,7 +127,9 @@ class _UnitState:
 
     def __init__(self, run: _Run, policy: CompiledPolicy, unit: Unit) -> None:
         self.run, self.policy, self.unit = run, policy, unit
-        bindings = {"object": run.obj, "facts": run.facts.facts, "params": policy.params, **unit.bindings}
+        bindings = {"facts": run.facts.facts, "params": policy.params, **unit.bindings}
+        if policy.policy.id in run.engine.object_readers:  # unread, a deep object need not be converted
+            bindings["object"] = run.obj
         self.bindings = {name: run.convert(value) for name, value in bindings.items()}
         self.activation = run.engine.backend.activation(self.bindings)
         self.variable_error: str | None = None
@@ -169,7 +171,8 @@ class _UnitState:
         key = EXEMPTION_PREFIX + self.policy.policy.id
         for path, notes in self.unit.annotations:
             if key in notes:
-                reason = str(notes[key]).strip()
+                value = notes[key]  # `key:` with no value is null in YAML: as blank as ""
+                reason = "" if value is None else str(value).strip()
                 return (reason, None) if reason else (None, render((*path, key)))
         return None, None
 
@@ -184,7 +187,10 @@ class Engine:
         self.backend = backend
         # Only the raw object reaches CEL unchecked (facts are built by kubegap), so its depth is bounded
         # only when some expression reads it: a cost that clean policy sets do not pay per object.
-        self.reads_object = any(_OBJECT.search(text) for c in policies for text in _expressions(c.policy))
+        self.object_readers = frozenset(
+            c.policy.id for c in policies if any(_OBJECT.search(text) for text in _expressions(c.policy))
+        )
+        self.reads_object = bool(self.object_readers)
 
     def evaluate(
         self, obj: Mapping[str, Any], context: Context | None = None, deadline: float | None = None
@@ -235,14 +241,16 @@ def _evaluate_policy(run: _Run, policy: CompiledPolicy) -> Iterator[Finding]:
                 if not state.policy_applies():
                     continue
                 applied = True
+                # A blank exemption is reported wherever the policy applies, even where no validation
+                # does (a cordoned node): it exempts nothing and would mislead the next reader.
+                reason, blank = state.exemption()
+                if blank:
+                    blank_exemptions.add(blank)
                 if not state.applies(validation.applies_to):
                     continue
             except CelError as err:
                 yield _error(run, policy, validation, unit, f"appliesTo failed: {err}")
                 continue
-            reason, blank = state.exemption()
-            if blank:
-                blank_exemptions.add(blank)
             if reason:
                 yield run.finding(
                     policy.policy,

@@ -116,25 +116,35 @@ def _liveness(spec: Mapping[str, Any], base: FieldPath) -> dict[str, Any] | None
     return {"windowSeconds": float(window), "path": render((*base, "livenessProbe"))}
 
 
-def _forwarded(
-    scratch: _Scratch, workload: Workload, parsed: Mapping[int, argv.CommandLine]
-) -> list[env.Variable]:
-    """`mpirun -x` assignments of every container: they reach every rank (RULES.md §1)."""
-    out: list[env.Variable] = []
+@dataclass(frozen=True, slots=True)
+class _Launch:
+    """What mpirun/mpiexec in any container hands to every rank (RULES.md §1)."""
+
+    forwarded: list[env.Variable]  # `-x NAME=VALUE` and `-x NAME`
+    readings: list[readings.Reading]  # the ranks' own flags, written on the launcher's command line
+
+
+def _launch(scratch: _Scratch, workload: Workload, parsed: Mapping[int, argv.CommandLine]) -> _Launch:
+    launch = _Launch([], [])
     for template in workload.templates:
         for container in template.containers:
             cmd = parsed[id(container)]
-            if not cmd.forwarded:
+            if not cmd.launches_mpi:
                 continue
-            own = env.resolve(container.spec, container.path, scratch.namespace, scratch.configmaps, cmd.env)
+            ns, cms = scratch.namespace, scratch.configmaps
             for item in cmd.forwarded:
-                path = (*container.path, *item.path)
-                value = item.value if item.value is not None else own.value(item.name)
+                value = item.value
+                if value is None:  # `-x NAME`: the launcher's value, as exported before mpirun ran
+                    earlier = [a for a in cmd.env if a.position < item.position]
+                    value = env.resolve(container.spec, container.path, ns, cms, earlier).value(item.name)
                 source = f"mpirun -x in {container.name or 'container'}"
-                out.append(env.Variable(item.name, value, path, source))
-                if value is None:
-                    scratch.unresolved.append(_HIDDEN_FORWARD.format(item.name))
-    return out
+                launch.forwarded.append(env.Variable(item.name, value, (*container.path, *item.path), source))
+            own = env.resolve(container.spec, container.path, ns, cms, cmd.env)
+            found, _ = readings.container_readings(
+                scratch.catalogue, cmd, own, container.path, argv_only=True
+            )
+            launch.readings.extend(found)
+    return launch
 
 
 def _container(
@@ -142,8 +152,10 @@ def _container(
     template: PodTemplate,
     container: Container,
     cmd: argv.CommandLine,
-    forwarded: list[env.Variable],
+    launch: _Launch | None,
 ) -> tuple[dict[str, Any], list[readings.Reading]]:
+    """Facts of one container; `launch` is what an MPI launcher hands it (None unless in a GPU pod)."""
+    forwarded = launch.forwarded if launch else []
     environment = env.resolve(
         container.spec,
         container.path,
@@ -153,6 +165,8 @@ def _container(
         forwarded,
     )
     found, unreadable = readings.container_readings(scratch.catalogue, cmd, environment, container.path)
+    if launch and not cmd.launches_mpi:
+        found += launch.readings
     # A `-x NAME` whose launcher value is unseen lands here: listed where it is judged (RULES.md §3).
     hidden = [_HIDDEN_FORWARD.format(v.name) for v in forwarded if v.value is None]
     unresolved = list(environment.unresolved) + hidden + [f"{u.source}: {u.reason}" for u in unreadable]
@@ -256,7 +270,7 @@ def gather(
     metadata = _mapping(obj.get("metadata"))
     scratch = _Scratch(catalogue, str(metadata.get("namespace") or "default"), configmaps, metadata)
     parsed = {id(c): argv.tokenize(c.spec) for t in workload.templates for c in t.containers}
-    forwarded = _forwarded(scratch, workload, parsed)
+    launch = _launch(scratch, workload, parsed)
     templates: list[Unit] = []
     containers: list[Unit] = []
     per_template: list[tuple[PodTemplate, list[readings.Reading]]] = []
@@ -272,7 +286,7 @@ def gather(
         own: list[dict[str, Any]] = []
         found_here: list[readings.Reading] = []
         for container in template.containers:
-            reach = forwarded if pod_gpus > 0 else []
+            reach = launch if pod_gpus > 0 else None
             facts, found = _container(scratch, template, container, parsed[id(container)], reach)
             own.append(facts)
             if facts["accelerators"] > 0:
@@ -298,7 +312,13 @@ def gather(
         ]
     facts = _workload_facts(obj, workload, metadata, totals)
     facts["checkpoint"] = _checkpoint(scratch, per_template)
-    own_annotations = ((("metadata", "annotations"), _mapping(metadata.get("annotations"))),)
+    own_annotations = (
+        (("metadata", "annotations"), _mapping(metadata.get("annotations"))),
+        *(
+            ((*t.path, "metadata", "annotations"), _mapping(t.metadata.get("annotations")))
+            for t in workload.templates
+        ),
+    )
     workload_unit = Unit("workload", {}, None, None, None, own_annotations)
     return ObjectFacts(
         facts,

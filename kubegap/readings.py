@@ -58,7 +58,7 @@ def convert(knob: Knob, text: str) -> float:
 
 
 def _raw_values(
-    knob: Knob, cmd: argv.CommandLine, env: Environment, base: FieldPath
+    knob: Knob, cmd: argv.CommandLine, env: Environment, base: FieldPath, argv_only: bool
 ) -> Iterator[tuple[str, str | None, FieldPath]]:
     """(what was written, its value, path) for each form of the knob present; the last occurrence wins."""
     if knob.flags:
@@ -71,7 +71,7 @@ def _raw_values(
         if found_overrides:
             key, value, token = found_overrides[-1]
             yield f"{key}={value}", value, (*base, *token.path)
-    for name in sorted(knob.env):
+    for name in sorted(knob.env) if not argv_only else ():
         var = env.variables.get(name)
         if var is not None and var.value is not None:  # an unseen value is listed by the environment
             yield f"{name}={var.value if var.value is not None else '?'} ({var.source})", var.value, var.path
@@ -88,14 +88,16 @@ def _applies(knob: Knob, cmd: argv.CommandLine) -> bool:
 
 
 def container_readings(
-    catalogue: Catalogue, cmd: argv.CommandLine, env: Environment, base: FieldPath
+    catalogue: Catalogue, cmd: argv.CommandLine, env: Environment, base: FieldPath, argv_only: bool = False
 ) -> tuple[list[Reading], list[Unreadable]]:
+    """Knob readings of one container; `argv_only` leaves out environment knobs (an MPI launcher's own
+    environment reaches the ranks only through `-x`, which the ranks' environment already holds)."""
     readings: list[Reading] = []
     unreadable: list[Unreadable] = []
     for knob in catalogue.knobs:
         if knob.annotation or not _applies(knob, cmd):
             continue
-        for written, raw, path in _raw_values(knob, cmd, env, base):
+        for written, raw, path in _raw_values(knob, cmd, env, base, argv_only):
             value = _expand(raw, env) if raw is not None else None
             if knob.setting == "checkpointDisabled":
                 if value is not None and value.strip().lower() in knob.disabled_by:
