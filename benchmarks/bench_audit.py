@@ -4,7 +4,7 @@
 
 The mix follows a GPU cluster: 40% Pods (half of them owned by a listed Job, so skipped as owned), 20%
 Jobs, 4% PyTorchJobs, 2% JobSets, 2% Nodes and the rest spread over the other supported kinds. The server
-runs in its own process; the audit runs as `python -m kubegap.audit.command --format json` in another, and
+runs in its own process; the audit runs as `python -m kubegap audit --format json` in another, and
 its wall time and peak RSS (wait4's ru_maxrss) are reported. Prints figures; asserts nothing.
 Targets: 50,000 objects in at most 30 s on 2 cores; peak RSS at most 300 MB, growing < 20% from 10k to 50k.
 """
@@ -245,7 +245,7 @@ def measure(count: int, page_size: int, work: Path, stub: bool = False) -> dict[
         report = work / f"audit-{count}.json"
         start = time.perf_counter()
         with report.open("w") as out:
-            command = ["-m", "kubegap.audit.command", "--kubeconfig", str(kubeconfig), "--format", "json",
+            command = ["-m", "kubegap", "audit", "--kubeconfig", str(kubeconfig), "--format", "json",
                        "--page-size", str(page_size), "--allow-incomplete"]  # fmt: skip
             if stub:
                 command = [__file__, "--stub-child", str(kubeconfig), "--page-size", str(page_size)]

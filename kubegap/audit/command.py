@@ -141,16 +141,3 @@ def exit_code(result: AuditResult, settings: Settings, allow_incomplete: bool) -
         return EXIT_INCOMPLETE
     severity = worst(result)
     return EXIT_FINDINGS if severity is not None and severity >= settings.fail_on else EXIT_CLEAN
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m kubegap.audit.command`: the audit alone, until the CLI wires it in."""
-    parser = argparse.ArgumentParser(
-        prog="kubegap audit", description=__doc__.splitlines()[0] if __doc__ else None
-    )
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

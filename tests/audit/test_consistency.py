@@ -94,7 +94,8 @@ def test_audit_reports_exactly_what_lint_reports(tmp_path: Path) -> None:
             kubeconfig = server.kubeconfig(tmp_path / "kubeconfig")
             audited = _kubegap(
                 "-m",
-                "kubegap.audit.command",
+                "kubegap",
+                "audit",
                 "--kubeconfig",
                 str(kubeconfig),
                 "--format",
