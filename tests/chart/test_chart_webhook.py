@@ -213,6 +213,7 @@ def test_files_arrive_where_serve_reads_them_and_can_be_replaced(
     # subPath mounts never see updates: a rotated certificate would not reach the process.
     assert all("subPath" not in m for m in mounts.values())
     volume = next(v for v in spec["volumes"] if v["name"] == mounts["/etc/kubegap"]["name"])
+    assert volume["projected"]["defaultMode"] == 0o440  # readable through fsGroup, by nobody else
     files: dict[str, tuple[str, str]] = {}
     for source in volume["projected"]["sources"]:
         kind, ref = next(iter(source.items()))
