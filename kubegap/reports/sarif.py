@@ -68,7 +68,8 @@ def render(
     if base_dir and any(_uri(name, base_dir)[1] for name in files):
         run["originalUriBaseIds"] = {SOURCE_ROOT: {"uri": _directory_uri(base_dir)}}
     log = {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
-    text = json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+    # Compact: the C encoder is ~10x faster than indented output, and SARIF is read by tools, not people.
+    text = json.dumps(log, ensure_ascii=False, separators=(",", ":")) + "\n"
     # A lone surrogate (from a JSON or YAML escape) cannot be written as UTF-8: show it as U+FFFD.
     return _LONE_SURROGATE.sub("\ufffd", text)
 
