@@ -17,7 +17,6 @@ printed and written to benchmarks/out/webhook-<time>.json.
 from __future__ import annotations
 
 import argparse
-import copy
 import http.client
 import json
 import os
@@ -31,113 +30,16 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import trustme
+from webhook_payloads import payloads
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "out"
-
-
-# --- payloads -------------------------------------------------------------------------------------------
-
-
-def _container(name: str, extra_env: int) -> dict[str, Any]:
-    env = {
-        "NCCL_IB_HCA": "mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7",
-        "NCCL_SOCKET_IFNAME": "eth0",
-        "NCCL_DEBUG": "WARN",
-        "TORCH_NCCL_ASYNC_ERROR_HANDLING": "3",
-        "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "300",
-        "OMP_NUM_THREADS": "12",
-        "PYTHONUNBUFFERED": "1",
-        "HF_HOME": "/cache/huggingface",
-        "WANDB_PROJECT": "llama-sft",
-        "CUDA_DEVICE_MAX_CONNECTIONS": "1",
-    }
-    env.update({f"TRAINER_OPTION_{i:03d}": f"value-{i:03d}-" + "x" * 24 for i in range(extra_env)})
-    return {
-        "name": name,
-        "image": "nvcr.io/nvidia/pytorch:24.10-py3",
-        "command": ["torchrun"],
-        "args": ["--nnodes=17", "--nproc_per_node=8", "train.py", "--ddp_timeout", "1200",
-                 "--save_strategy", "steps", "--save_steps", "200", "--output_dir", "/ckpt/run-42"],
-        "env": [{"name": k, "value": v} for k, v in env.items()],
-        "resources": {
-            "limits": {"nvidia.com/gpu": "8", "rdma/ib": "1", "cpu": "96", "memory": "1600Gi"},
-            "requests": {"nvidia.com/gpu": "8", "rdma/ib": "1", "cpu": "90", "memory": "1500Gi"},
-        },
-        "livenessProbe": {"exec": {"command": ["/bin/sh", "-c", "find /tmp/heartbeat -mmin -10 | grep -q ."]},
-                          "periodSeconds": 60, "failureThreshold": 5, "timeoutSeconds": 5},
-        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, {"name": "ckpt", "mountPath": "/ckpt"},
-                         {"name": "cache", "mountPath": "/cache"}],
-        "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
-    }  # fmt: skip
-
-
-def _replica(count: int, extra_env: int) -> dict[str, Any]:
-    return {
-        "replicas": count,
-        "restartPolicy": "OnFailure",
-        "template": {
-            "metadata": {"labels": {"app": "llama-sft"}, "annotations": {"kubegap.dev/step-time": "2.5s"}},
-            "spec": {
-                "containers": [_container("pytorch", extra_env)],
-                "volumes": [
-                    {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "256Gi"}},
-                    {"name": "ckpt", "persistentVolumeClaim": {"claimName": "llm-ckpt"}},
-                    {"name": "cache", "persistentVolumeClaim": {"claimName": "hf-cache"}},
-                ],
-                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [{"matchExpressions": [
-                        {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-H100-SXM"]}
-                    ]}]}}},
-            },
-        },
-    }  # fmt: skip
-
-
-def pytorchjob(extra_env: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "metadata": {
-            "name": "llama-70b-sft", "namespace": "research", "uid": "f1e2d3c4-b5a6-4798-8a9b-0c1d2e3f4a5b",
-            "generation": 1, "creationTimestamp": "2026-11-30T09:12:44Z", "labels": {"team": "llm"},
-        },
-        "spec": {
-            "runPolicy": {"backoffLimit": 3, "cleanPodPolicy": "None"},
-            "pytorchReplicaSpecs": {"Master": _replica(1, extra_env), "Worker": _replica(16, extra_env)},
-        },
-    }  # fmt: skip
-
-
-def review(obj: dict[str, Any], old: dict[str, Any] | None = None) -> bytes:
-    request = {
-        "uid": "c0ffee00-1234-4abc-9def-0123456789ab",
-        "kind": {"group": "kubeflow.org", "version": "v1", "kind": "PyTorchJob"},
-        "resource": {"group": "kubeflow.org", "version": "v1", "resource": "pytorchjobs"},
-        "namespace": "research",
-        "name": obj["metadata"]["name"],
-        "operation": "UPDATE" if old else "CREATE",
-        "userInfo": {"username": "alice@example.com", "groups": ["ml-researchers", "system:authenticated"]},
-        "object": obj,
-        "oldObject": old,
-        "dryRun": False,
-        "options": {"kind": "UpdateOptions" if old else "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
-    }
-    body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
-    return json.dumps(body, separators=(",", ":")).encode()
-
-
-def payloads() -> dict[str, bytes]:
-    small = review(pytorchjob(extra_env=40))
-    big_obj = pytorchjob(extra_env=135)
-    old = copy.deepcopy(big_obj)
-    big_obj["metadata"]["labels"]["priority"] = "high"
-    return {"pytorchjob-16w-create": small, "pytorchjob-update-50k": review(big_obj, old)}
 
 
 # --- the server -----------------------------------------------------------------------------------------
@@ -181,6 +83,10 @@ class Server:
             time.sleep(0.1)
         raise SystemExit("kubegap serve did not become ready")
 
+    def cpu_seconds(self) -> float:
+        """CPU time used so far by the server: the gunicorn master and its workers."""
+        return sum(_cpu_seconds(pid) for pid in _tree(self.process.pid))
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
@@ -190,6 +96,23 @@ class Server:
                 self.process.kill()
                 self.process.wait(5)
         self.log.close()
+
+
+def _tree(pid: int) -> list[int]:
+    pids = [pid]
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        children = (task / "children").read_text().split() if (task / "children").exists() else []
+        for child in children:
+            pids += _tree(int(child))
+    return pids
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
 # --- load -----------------------------------------------------------------------------------------------
@@ -346,48 +269,43 @@ def with_wrk(server: Server, body: bytes, workdir: Path, duration: float, connec
     return subprocess.run(command, capture_output=True, text=True, timeout=duration + 60).stdout
 
 
-def main() -> int:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per load step (default 10)")
-    parser.add_argument(
-        "--rates", default="100,500,1000", help="open-loop rates in req/s (default 100,500,1000)"
-    )
-    parser.add_argument(
-        "--connections", type=int, default=8, help="kept-alive client connections (default 8)"
-    )
+    parser.add_argument("--rates", default="100,500,1000", help="open-loop req/s (default 100,500,1000)")
+    parser.add_argument("--connections", type=int, default=8, help="kept-alive connections (default 8)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument(
-        "--wrk", action="store_true", help="also run Debian's wrk (closed loop), if installed"
-    )
+    parser.add_argument("--wrk", action="store_true", help="also a closed-loop run with Debian's wrk")
     parser.add_argument("--install-wrk", action="store_true", help="apt-get install -y wrk before running")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def _bench(server: Server, body: bytes, args: argparse.Namespace, workdir: Path, name: str) -> dict[str, Any]:
+    run: dict[str, Any] = {"bytes": len(body), "in_process": in_process(body)}
+    OpenLoop(server, body, 50, 2, args.connections).run()  # warm-up: both workers, every connection
+    for rate in (float(r) for r in args.rates.split(",") if r):
+        load = OpenLoop(server, body, rate, args.duration, args.connections)
+        run[f"open_{int(rate)}"] = _measured(server, load.run)
+        _print(name, f"{int(rate)} req/s", run[f"open_{int(rate)}"])
+    run["max"] = _measured(server, partial(closed_loop, server, body, args.duration, args.connections))
+    _print(name, "max", run["max"])
+    if args.wrk and shutil.which("wrk"):
+        run["wrk"] = with_wrk(server, body, workdir, args.duration, args.connections)
+        print(run["wrk"])
+    return run
+
+
+def main() -> int:
+    args = _arguments()
     if args.install_wrk:
         subprocess.run(["apt-get", "install", "-y", "wrk"], check=True)
-    rates = [float(r) for r in args.rates.split(",") if r]
-    results: dict[str, Any] = {
-        "cpus": os.cpu_count(),
-        "workers": args.workers,
-        "threads": args.threads,
-        "connections": args.connections,
-        "duration_s": args.duration,
-        "runs": {},
-    }
+    results: dict[str, Any] = {"cpus": os.cpu_count(), "runs": {}, **vars(args)}
     workdir = Path(tempfile.mkdtemp(prefix="kubegap-bench-"))
     server = Server(workdir, args.workers, args.threads)
     try:
         for name, body in payloads().items():
-            run: dict[str, Any] = {"bytes": len(body), "in_process": in_process(body)}
-            OpenLoop(server, body, 50, 2, args.connections).run()  # warm-up: both workers, every connection
-            for rate in rates:
-                run[f"open_{int(rate)}"] = OpenLoop(server, body, rate, args.duration, args.connections).run()
-                _print(name, f"{int(rate)} req/s", run[f"open_{int(rate)}"])
-            run["max"] = closed_loop(server, body, args.duration, args.connections)
-            _print(name, "max", run["max"])
-            if args.wrk and shutil.which("wrk"):
-                run["wrk"] = with_wrk(server, body, workdir, args.duration, args.connections)
-                print(run["wrk"])
-            results["runs"][name] = run
+            results["runs"][name] = _bench(server, body, args, workdir, name)
     finally:
         server.stop()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -398,10 +316,22 @@ def main() -> int:
     return 0
 
 
+def _measured(server: Server, step: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Run one load step and add the server's CPU time per request, a figure other load cannot skew."""
+    before = server.cpu_seconds()
+    result: dict[str, Any] = step()
+    used = server.cpu_seconds() - before
+    result["server_cpu_ms_per_request"] = (
+        round(used / result["requests"] * 1000, 3) if result["requests"] else None
+    )
+    return result
+
+
 def _print(name: str, step: str, result: dict[str, Any]) -> None:
     print(
-        f"{name:24} {step:>12}: {result['achieved_rps']:7.1f} req/s  p50 {result['p50_ms']:7.2f} ms  "
-        f"p99 {result['p99_ms']:7.2f} ms  max {result['max_ms']} ms  errors {result['errors']}",
+        f"{name:22} {step:>9}: {result['achieved_rps']:7.1f} req/s  p50 {result['p50_ms']:8.2f} ms  "
+        f"p99 {result['p99_ms']:8.2f} ms  errors {result['errors']}  "
+        f"server CPU {result['server_cpu_ms_per_request']} ms/req",
         flush=True,
     )
 

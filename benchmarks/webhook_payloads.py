@@ -1,0 +1,108 @@
+"""AdmissionReview bodies for bench_webhook.py: a 16-worker PyTorchJob CREATE (~10 KB) and a ~50 KB UPDATE.
+
+The objects look like what a training team submits: NCCL and framework env, probes, volumes, affinity.
+They comply with every bundled rule, so each review runs every validation to the end.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+
+def _container(name: str, extra_env: int) -> dict[str, Any]:
+    env = {
+        "NCCL_IB_HCA": "mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7",
+        "NCCL_SOCKET_IFNAME": "eth0",
+        "NCCL_DEBUG": "WARN",
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING": "3",
+        "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "300",
+        "OMP_NUM_THREADS": "12",
+        "PYTHONUNBUFFERED": "1",
+        "HF_HOME": "/cache/huggingface",
+        "WANDB_PROJECT": "llama-sft",
+        "CUDA_DEVICE_MAX_CONNECTIONS": "1",
+    }
+    env.update({f"TRAINER_OPTION_{i:03d}": f"value-{i:03d}-" + "x" * 24 for i in range(extra_env)})
+    return {
+        "name": name,
+        "image": "nvcr.io/nvidia/pytorch:24.10-py3",
+        "command": ["torchrun"],
+        "args": ["--nnodes=17", "--nproc_per_node=8", "train.py", "--ddp_timeout", "1200",
+                 "--save_strategy", "steps", "--save_steps", "200", "--output_dir", "/ckpt/run-42"],
+        "env": [{"name": k, "value": v} for k, v in env.items()],
+        "resources": {
+            "limits": {"nvidia.com/gpu": "8", "rdma/ib": "1", "cpu": "96", "memory": "1600Gi"},
+            "requests": {"nvidia.com/gpu": "8", "rdma/ib": "1", "cpu": "90", "memory": "1500Gi"},
+        },
+        "livenessProbe": {"exec": {"command": ["/bin/sh", "-c", "find /tmp/heartbeat -mmin -10 | grep -q ."]},
+                          "periodSeconds": 60, "failureThreshold": 5, "timeoutSeconds": 5},
+        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, {"name": "ckpt", "mountPath": "/ckpt"},
+                         {"name": "cache", "mountPath": "/cache"}],
+        "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
+    }  # fmt: skip
+
+
+def _replica(count: int, extra_env: int) -> dict[str, Any]:
+    return {
+        "replicas": count,
+        "restartPolicy": "OnFailure",
+        "template": {
+            "metadata": {"labels": {"app": "llama-sft"}, "annotations": {"kubegap.dev/step-time": "2.5s"}},
+            "spec": {
+                "containers": [_container("pytorch", extra_env)],
+                "volumes": [
+                    {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "256Gi"}},
+                    {"name": "ckpt", "persistentVolumeClaim": {"claimName": "llm-ckpt"}},
+                    {"name": "cache", "persistentVolumeClaim": {"claimName": "hf-cache"}},
+                ],
+                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-H100-SXM"]}
+                    ]}]}}},
+            },
+        },
+    }  # fmt: skip
+
+
+def pytorchjob(extra_env: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {
+            "name": "llama-70b-sft", "namespace": "research", "uid": "f1e2d3c4-b5a6-4798-8a9b-0c1d2e3f4a5b",
+            "generation": 1, "creationTimestamp": "2026-11-30T09:12:44Z", "labels": {"team": "llm"},
+        },
+        "spec": {
+            "runPolicy": {"backoffLimit": 3, "cleanPodPolicy": "None"},
+            "pytorchReplicaSpecs": {"Master": _replica(1, extra_env), "Worker": _replica(16, extra_env)},
+        },
+    }  # fmt: skip
+
+
+def review(obj: dict[str, Any], old: dict[str, Any] | None = None) -> bytes:
+    request = {
+        "uid": "c0ffee00-1234-4abc-9def-0123456789ab",
+        "kind": {"group": "kubeflow.org", "version": "v1", "kind": "PyTorchJob"},
+        "resource": {"group": "kubeflow.org", "version": "v1", "resource": "pytorchjobs"},
+        "namespace": "research",
+        "name": obj["metadata"]["name"],
+        "operation": "UPDATE" if old else "CREATE",
+        "userInfo": {"username": "alice@example.com", "groups": ["ml-researchers", "system:authenticated"]},
+        "object": obj,
+        "oldObject": old,
+        "dryRun": False,
+        "options": {"kind": "UpdateOptions" if old else "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
+    }
+    body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def payloads() -> dict[str, bytes]:
+    small = review(pytorchjob(extra_env=40))
+    big_obj = pytorchjob(extra_env=135)
+    old = copy.deepcopy(big_obj)
+    big_obj["metadata"]["labels"]["priority"] = "high"
+    return {"pytorchjob-16w-create": small, "pytorchjob-update-50k": review(big_obj, old)}
