@@ -18,53 +18,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from .discovery import BUILTIN_RESOURCES, CERT_MANAGER_RESOURCES, Resource, document
 from .protowire import ProtobufError, decode
-
-
-@dataclass(frozen=True, slots=True)
-class Resource:
-    group: str  # "" for the core group
-    version: str
-    kind: str
-    plural: str
-    namespaced: bool
-
-    @property
-    def group_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-
-# The kinds a kubegap release can contain, plus the Secrets Helm keeps its release records in.
-BUILTIN_RESOURCES: tuple[Resource, ...] = (
-    Resource("", "v1", "Namespace", "namespaces", False),
-    Resource("", "v1", "Secret", "secrets", True),
-    Resource("", "v1", "ConfigMap", "configmaps", True),
-    Resource("", "v1", "Service", "services", True),
-    Resource("", "v1", "ServiceAccount", "serviceaccounts", True),
-    Resource("", "v1", "ResourceQuota", "resourcequotas", True),
-    Resource("apps", "v1", "Deployment", "deployments", True),
-    Resource("batch", "v1", "CronJob", "cronjobs", True),
-    Resource("batch", "v1", "Job", "jobs", True),
-    Resource("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True),
-    Resource("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", True),
-    Resource("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
-    Resource("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False),
-    Resource("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
-    Resource("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),
-    Resource(
-        "admissionregistration.k8s.io",
-        "v1",
-        "ValidatingWebhookConfiguration",
-        "validatingwebhookconfigurations",
-        False,
-    ),
-)
-CERT_MANAGER_RESOURCES: tuple[Resource, ...] = (
-    Resource("cert-manager.io", "v1", "Issuer", "issuers", True),
-    Resource("cert-manager.io", "v1", "Certificate", "certificates", True),
-)
-
-_VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 
 
 @dataclass(slots=True)
@@ -207,7 +162,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _discovery(self, path: str) -> bool:
         state = self.server.state
-        answer = _discovery_document(state.resources, state.git_version, path.rstrip("/"))
+        answer = document(state.resources, state.git_version, path.rstrip("/"))
         if answer is not None:
             self._send(200, answer)
         return answer is not None
@@ -274,42 +229,6 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(201 if create else 200, body)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
-
-
-def _discovery_document(resources: tuple[Resource, ...], git_version: str, path: str) -> Any:
-    if path == "/version":
-        major, minor = git_version.lstrip("v").split(".")[:2]
-        return {"major": major, "minor": minor, "gitVersion": git_version, "platform": "linux/amd64"}
-    if path == "/api":
-        return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}
-    if path == "/apis":
-        groups: dict[str, list[str]] = {}
-        for res in resources:
-            if res.group and res.version not in groups.setdefault(res.group, []):
-                groups[res.group].append(res.version)
-        return {
-            "kind": "APIGroupList",
-            "apiVersion": "v1",
-            "groups": [_group(g, v) for g, v in groups.items()],
-        }
-    for gv in {res.group_version for res in resources}:
-        prefix = "/api/" if "/" not in gv else "/apis/"
-        if path == prefix + gv:
-            listed = [_resource_entry(r) for r in resources if r.group_version == gv]
-            return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": listed}
-    return None
-
-
-def _group(name: str, versions: list[str]) -> dict[str, Any]:
-    entries = [{"groupVersion": f"{name}/{v}", "version": v} for v in versions]
-    return {"name": name, "versions": entries, "preferredVersion": entries[0]}
-
-
-def _resource_entry(res: Resource) -> dict[str, Any]:
-    return {"name": res.plural, "singularName": res.kind.lower(), "namespaced": res.namespaced} | {
-        "kind": res.kind,
-        "verbs": _VERBS,
-    }
 
 
 class _Server(ThreadingHTTPServer):
