@@ -31,6 +31,10 @@ def _get(obj: Mapping[str, Any], path: FieldPath) -> Any:
     return value
 
 
+def _length(value: Any) -> int:
+    return len(value) if isinstance(value, list) else 0  # a malformed list is a finding, not a crash
+
+
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -85,7 +89,7 @@ _DEADLINE: dict[tuple[str, str], Callable[[Mapping[str, Any]], list[FieldPath]]]
     ("ray.io", "RayJob"): lambda o: [("spec", "activeDeadlineSeconds")],
     ("jobset.x-k8s.io", "JobSet"): lambda o: [
         ("spec", "replicatedJobs", i, "template", "spec", "activeDeadlineSeconds")
-        for i in range(len(_get(o, ("spec", "replicatedJobs")) or []))
+        for i in range(_length(_get(o, ("spec", "replicatedJobs"))))
     ],
     **{
         ("kubeflow.org", kind): (lambda o: [("spec", "runPolicy", "activeDeadlineSeconds")])

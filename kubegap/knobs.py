@@ -18,7 +18,7 @@ from kubegap.errors import PolicyError
 @dataclass(frozen=True, slots=True)
 class OnlyIf:
     flags: frozenset[str]
-    values: frozenset[str]
+    values: frozenset[str]  # lower-cased: command-line values are compared case-insensitively
     or_unset: bool
 
 
@@ -81,7 +81,9 @@ def _knob(raw: Mapping[str, Any]) -> Knob:
         annotation=raw.get("annotation"),
         unit=raw.get("unit"),
         disabled_by=frozenset(v.lower() for v in raw.get("disabledBy", ())),
-        only_if=OnlyIf(frozenset(only["flags"]), frozenset(only["values"]), bool(only.get("orUnset")))
+        only_if=OnlyIf(
+            frozenset(only["flags"]), frozenset(v.lower() for v in only["values"]), bool(only.get("orUnset"))
+        )
         if only
         else None,
     )

@@ -8,7 +8,7 @@ from typing import Any
 
 from kubegap.knobs import Catalogue
 
-_KEEP_OFF = frozenset({"NoSchedule", "NoExecute"})
+_KEEP_OFF = ("NoSchedule", "NoExecute")  # a tuple: a malformed effect may be an unhashable list
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -35,7 +35,7 @@ def node_facts(obj: Mapping[str, Any], catalogue: Catalogue) -> dict[str, Any]:
             "capacity": _count(capacity.get(name)),
             "allocatable": _count(allocatable.get(name, 0)),
         }
-        for name in sorted(set(capacity) | set(allocatable))
+        for name in sorted(set(capacity) | set(allocatable), key=str)  # YAML keys need not all be str
         if "/" in str(name)  # extended resources only; cpu and memory are not judged here
     ]
     taints = _list(spec.get("taints"))

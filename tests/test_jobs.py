@@ -138,6 +138,9 @@ DEADLINE: list[tuple[str, str, dict[str, Any], float | None]] = [
     ("jobset.x-k8s.io", "JobSet", jobset(100, None), None),  # one unbounded part: unbounded
     ("jobset.x-k8s.io", "JobSet", jobset(), None),
     ("jobset.x-k8s.io", "JobSet", {"spec": {"replicatedJobs": "x"}}, None),
+    ("jobset.x-k8s.io", "JobSet", {"spec": {"replicatedJobs": 3}}, None),
+    ("jobset.x-k8s.io", "JobSet", {"spec": {"replicatedJobs": True}}, None),
+    ("jobset.x-k8s.io", "JobSet", {"spec": {"replicatedJobs": {"a": 1}}}, None),
     ("ray.io", "RayCluster", {"spec": {"activeDeadlineSeconds": 90}}, None),
     ("apps", "Deployment", {"spec": {"activeDeadlineSeconds": 90}}, None),
     ("", "Pod", {"spec": {"activeDeadlineSeconds": 90}}, None),

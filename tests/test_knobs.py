@@ -462,7 +462,7 @@ knobs:
     assert gathered.facts["checkpoint"]["steps"]["source"] == "--ckpt-every 40 (InHouse)"
     found = gathered.units["container"][0].bindings["container"]
     assert found["collectiveTimeout"]["seconds"] == 600.0
-    assert found["framework"] == {"name": "InHouse", "defaultTimeout": 1200.0}
+    assert (found["framework"]["name"], found["framework"]["defaultTimeout"]) == ("InHouse", 1200.0)
     disabled = gather(job({"args": ["--ckpt", "off"]}), catalogue).facts["checkpoint"]
     assert disabled["disabled"]["source"] == "--ckpt off (InHouse)"
     assert "steps" not in gather(job(container)).facts["checkpoint"]  # the bundled catalogue alone
@@ -472,7 +472,19 @@ knobs:
 FRAMEWORKS: list[tuple[str, list[str], str | None, float | None]] = [
     ("torchrun", ["torchrun", "train.py"], "PyTorch", 600.0),
     ("python -m torch.distributed.run", ["python", "-m", "torch.distributed.run", "t.py"], "PyTorch", 600.0),
-    ("HF by its flags", ["torchrun", "run_clm.py", "--output_dir", "/o"], "HF Trainer", 1800.0),
+    ("HF by its flags", ["python", "run_clm.py", "--per_device_train_batch_size", "8"], "HF Trainer", 1800.0),
+    (
+        "a launcher before the trainer it starts",
+        ["accelerate", "launch", "run_clm.py", "--save_strategy", "steps"],
+        "Accelerate",
+        1800.0,
+    ),
+    (
+        "a trainer before plain torchrun",
+        ["torchrun", "run_clm.py", "--save_strategy", "steps"],
+        "HF Trainer",
+        1800.0,
+    ),
     ("DeepSpeed launcher", ["/usr/bin/deepspeed", "train.py"], "DeepSpeed", 1800.0),
     ("Accelerate", ["accelerate", "launch", "t.py"], "Accelerate", 1800.0),
     ("Lightning flags", ["python", "main.py", "fit", "--trainer.num_nodes", "2"], "Lightning", 1800.0),
@@ -493,7 +505,7 @@ def test_framework_recognised(case: str, command: list[str], name: str | None, d
     if name is None:
         assert "framework" not in found
     else:
-        assert found["framework"] == {"name": name, "defaultTimeout": default}
+        assert (found["framework"]["name"], found["framework"]["defaultTimeout"]) == (name, default)
 
 
 HEAD = "apiVersion: kubegap.dev/v1alpha1\nkind: KnobCatalogue\n"
