@@ -16,6 +16,7 @@ from typing import Any
 from kubegap.durations import parse_go
 from kubegap.evaluate import DeadlineExceeded, Evaluation
 from kubegap.findings import Finding, ObjectRef, Result
+from kubegap.lint import INVALID_MANIFEST
 from kubegap.webhook import messages
 from kubegap.webhook.actions import Action, OnError, WebhookConfig
 from kubegap.webhook.engines import EngineSet
@@ -106,6 +107,9 @@ class Reviewer:
         namespace = request.get("namespace") or None
         deadline = started + evaluation_budget(timeout)
         evaluation = self._engines.for_namespace(namespace).evaluate(obj, None, deadline)
+        unreadable = [f for f in evaluation.findings if f.policy == INVALID_MANIFEST]
+        if unreadable:  # e.g. nested past the engine's depth limit: no Kubernetes object looks like that
+            raise BadReview(f"request.object cannot be judged: {unreadable[0].message}")
         return self._decide(request, evaluation, started)
 
     def _evaluates(self, request: AdmissionRequest) -> bool:

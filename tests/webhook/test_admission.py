@@ -189,6 +189,18 @@ def test_namespace_params_skip_and_actions(reviewer: MakeReviewer) -> None:
     ]
 
 
+def test_an_object_the_engine_cannot_read_is_a_bad_review() -> None:
+    # The engine refuses objects nested past its limit when a policy reads the raw object.
+    ref = ObjectRef("v1", "Pod", "research", "finetune-7b")
+    too_deep = Finding(
+        "invalid-manifest", "too-deep", Severity.HIGH, Result.ERROR,
+        "the object is nested deeper than 100 levels; no policy was evaluated", "Check the object.", ref,
+    )  # fmt: skip
+    reviewer = _fake_reviewer(FakeEngine(Evaluation(ref, True, (too_deep,))), {"onError": "allow"})
+    with pytest.raises(BadReview, match=r"request\.object cannot be judged: the object is nested deeper"):
+        reviewer.review(payload("pod-create.json"))
+
+
 def test_a_null_object_on_create_is_a_bad_review() -> None:
     review = payload("pod-create.json")
     review["request"]["object"] = None

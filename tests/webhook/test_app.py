@@ -57,12 +57,18 @@ def test_the_app_factory_builds_its_own_engine_from_settings() -> None:
     assert "nccl-timeout" in reply.get_json()["response"]["status"]["message"]
 
 
+def _deep_review(depth: int) -> bytes:
+    review = json.dumps(payload("pod-create.json"))
+    return review.replace('"labels": {', '"labels": {"deep": ' + "[" * depth + "]" * depth + ", ", 1).encode()
+
+
 BAD = [
     ("text/plain", b"{}", {"Content-Type": "text/plain"}, 400, "content-type", "Content-Type must be"),
     ("no content type", b"{}", {}, 400, "content-type", "Content-Type must be"),
     ("empty", b"", JSON, 400, "malformed", "request body is empty"),
     ("not json", b"apiVersion: v1", JSON, 400, "malformed", "not JSON"),
     ("deep", b"[" * 50_000 + b"]" * 50_000, JSON, 400, "malformed", "nested too deeply"),
+    ("deep object", _deep_review(5_000), JSON, 400, "malformed", "nested too deeply"),
     ("huge int", b'{"n": ' + b"1" * 5000 + b"}", JSON, 400, "malformed", "not JSON"),
     ("v1beta1", b'{"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview"}', JSON, 400,
      "malformed", "expected apiVersion admission.k8s.io/v1"),
