@@ -9,9 +9,14 @@ from pathlib import Path
 import yaml
 
 _ENV = [
-    ("NCCL_DEBUG", "WARN"), ("NCCL_SOCKET_IFNAME", "eth0"), ("FI_PROVIDER", "efa"),
-    ("FI_EFA_USE_DEVICE_RDMA", "1"), ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"),
-    ("NCCL_NVLS_ENABLE", "0"), ("CUDA_DEVICE_MAX_CONNECTIONS", "1"), ("OMP_NUM_THREADS", "8"),
+    ("NCCL_DEBUG", "WARN"),
+    ("NCCL_SOCKET_IFNAME", "eth0"),
+    ("FI_PROVIDER", "efa"),
+    ("FI_EFA_USE_DEVICE_RDMA", "1"),
+    ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"),
+    ("NCCL_NVLS_ENABLE", "0"),
+    ("CUDA_DEVICE_MAX_CONNECTIONS", "1"),
+    ("OMP_NUM_THREADS", "8"),
 ]
 
 
@@ -45,8 +50,10 @@ def _pod(rng: random.Random) -> dict[str, object]:
         "metadata": {"annotations": {"kubegap.dev/step-time": f"{rng.uniform(0.8, 9.0):.1f}s"}},
         "spec": {
             "containers": [_container(rng, "trainer")],
-            "volumes": [{"name": "ckpt", "persistentVolumeClaim": {"claimName": "ckpt"}},
-                        {"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+            "volumes": [
+                {"name": "ckpt", "persistentVolumeClaim": {"claimName": "ckpt"}},
+                {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+            ],
             "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
         },
     }
@@ -54,18 +61,50 @@ def _pod(rng: random.Random) -> dict[str, object]:
 
 def manifest(rng: random.Random, index: int) -> dict[str, object]:
     kind = rng.choice(["PyTorchJob", "JobSet", "Job"])
-    meta = {"name": f"train-{index:05d}", "namespace": f"team-{index % 17}", "labels": {"team": f"t{index % 17}"}}
+    meta = {
+        "name": f"train-{index:05d}",
+        "namespace": f"team-{index % 17}",
+        "labels": {"team": f"t{index % 17}"},
+    }
     if kind == "PyTorchJob":
-        return {"apiVersion": "kubeflow.org/v1", "kind": kind, "metadata": meta, "spec": {
-            "runPolicy": {"backoffLimit": rng.choice([0, 3])},
-            "pytorchReplicaSpecs": {"Worker": {"replicas": rng.choice([2, 4, 16]), "template": _pod(rng)}}}}
+        return {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": kind,
+            "metadata": meta,
+            "spec": {
+                "runPolicy": {"backoffLimit": rng.choice([0, 3])},
+                "pytorchReplicaSpecs": {
+                    "Worker": {"replicas": rng.choice([2, 4, 16]), "template": _pod(rng)}
+                },
+            },
+        }
     if kind == "JobSet":
-        return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": kind, "metadata": meta, "spec": {
-            "failurePolicy": {"maxRestarts": rng.choice([0, 2])},
-            "replicatedJobs": [{"name": "workers", "replicas": 1, "template": {"spec": {
-                "parallelism": 4, "completions": 4, "template": _pod(rng)}}}]}}
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": {
-        "parallelism": 2, "completions": 2, "backoffLimit": rng.choice([0, 4]), "template": _pod(rng)}}
+        return {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": kind,
+            "metadata": meta,
+            "spec": {
+                "failurePolicy": {"maxRestarts": rng.choice([0, 2])},
+                "replicatedJobs": [
+                    {
+                        "name": "workers",
+                        "replicas": 1,
+                        "template": {"spec": {"parallelism": 4, "completions": 4, "template": _pod(rng)}},
+                    }
+                ],
+            },
+        }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta,
+        "spec": {
+            "parallelism": 2,
+            "completions": 2,
+            "backoffLimit": rng.choice([0, 4]),
+            "template": _pod(rng),
+        },
+    }
 
 
 def write(directory: Path, count: int, seed: int = 7) -> list[Path]:

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from kubegap import durations
 from kubegap.errors import KubegapError
 
-VARIABLES = ("object", "facts", "params", "template", "container", "node", "variables")
+VARIABLES = ("object", "facts", "params", "paramsText", "template", "container", "node", "variables")
 BACKENDS = ("cel-expr", "cel-python")
 
 

@@ -10,7 +10,7 @@ from kubegap.cel import Backend, CelError, Program
 from kubegap.config import Settings
 from kubegap.errors import PolicyError, UsageError
 from kubegap.findings import Severity
-from kubegap.policy import Policy, Validation, Variable, convert_param
+from kubegap.policy import Policy, Validation, Variable, cel_value, convert_param, param_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +30,9 @@ class CompiledValidation:
 @dataclass(frozen=True, slots=True)
 class CompiledPolicy:
     policy: Policy
-    params: Mapping[str, Any]
+    params: Mapping[str, Any]  # resolved values, as the catalogue shows them
+    cel_params: Mapping[str, Any]  # what CEL sees as `params`
+    params_text: Mapping[str, str]  # `paramsText`: each value as people write it, for messages
     applies_to: Program | None
     variables: tuple[tuple[Variable, Program], ...]
     validations: tuple[CompiledValidation, ...]
@@ -96,10 +98,13 @@ def compile_policies(
             (v, _must(_compile(backend, policy, f"variable {v.name}", v.expression)))
             for v in policy.variables
         )
+        params = resolve_params(policy, settings.params.get(policy.id, {}))
         out.append(
             CompiledPolicy(
                 policy=policy,
-                params=resolve_params(policy, settings.params.get(policy.id, {})),
+                params=params,
+                cel_params={p.name: cel_value(p.type, params[p.name]) for p in policy.params},
+                params_text={p.name: param_text(p, params[p.name]) for p in policy.params},
                 applies_to=_compile(backend, policy, "appliesTo", policy.applies_to),
                 variables=variables,
                 validations=validations,

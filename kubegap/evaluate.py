@@ -127,7 +127,12 @@ class _UnitState:
 
     def __init__(self, run: _Run, policy: CompiledPolicy, unit: Unit) -> None:
         self.run, self.policy, self.unit = run, policy, unit
-        bindings = {"facts": run.facts.facts, "params": policy.params, **unit.bindings}
+        bindings = {
+            "facts": run.facts.facts,
+            "params": policy.cel_params,
+            "paramsText": policy.params_text,
+            **unit.bindings,
+        }
         if policy.policy.id in run.engine.object_readers:  # unread, a deep object need not be converted
             bindings["object"] = run.obj
         self.bindings = {name: run.convert(value) for name, value in bindings.items()}

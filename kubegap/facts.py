@@ -113,7 +113,11 @@ def _liveness(spec: Mapping[str, Any], base: FieldPath) -> dict[str, Any] | None
         return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
 
     window = number("periodSeconds", 10) * number("failureThreshold", 3) + number("timeoutSeconds", 1)
-    return {"windowSeconds": float(window), "path": render((*base, "livenessProbe"))}
+    return {
+        "windowSeconds": float(window),
+        "windowText": durations.format_seconds(window),
+        "path": render((*base, "livenessProbe")),
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +195,7 @@ def _container(
         facts["framework"] = {"name": framework.name}
         if framework.default_timeout is not None:
             facts["framework"]["defaultTimeout"] = framework.default_timeout
+            facts["framework"]["defaultTimeoutText"] = durations.format_seconds(framework.default_timeout)
     timeouts = [
         (r.value, r.source, r.path) for r in found if r.setting == "collectiveTimeout" and r.value is not None
     ]

@@ -3,6 +3,7 @@ compiled once, so a broken policy stops the run at start-up with the file, valid
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.resources import files
@@ -23,7 +24,7 @@ EXEMPTION_PREFIX = "ignore.kubegap.dev/"
 @dataclass(frozen=True, slots=True)
 class Param:
     name: str
-    type: str  # duration | int | number | string | list | bool
+    type: str  # duration | int | number | string | list | globs | bool
     default: Any  # already converted, as CEL sees it
     description: str = ""
 
@@ -81,6 +82,28 @@ class Policy:
         raise PolicyError(f"policy {self.id} has no parameter {name!r} (parameters: {known})")
 
 
+def param_text(param: Param, value: Any) -> str:
+    """A parameter value as people write it: `30m`, `rdma/*, vpc.amazonaws.com/efa`, `true`."""
+    if param.type == "duration":
+        return durations.format_seconds(float(value))
+    if param.type in ("list", "globs"):
+        return ", ".join(str(v) for v in value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def cel_value(param_type: str, value: Any) -> Any:
+    """What CEL sees: globs become one anchored RE2 pattern, tested with `name.matches(params.x)`, so no
+    per-call Python function is needed (cel-expr leaks memory on every custom-function call)."""
+    if param_type != "globs":
+        return value
+    return "^(?:" + "|".join(glob_pattern(g) for g in value) + ")$"
+
+
+def glob_pattern(glob: str) -> str:
+    """`*` any run of characters, `?` one; the rest literal. RE2 syntax (fnmatch emits atomic groups)."""
+    return "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in glob)
+
+
 def convert_param(param_type: str, value: Any) -> Any:
     """A parameter value as CEL sees it; accepts YAML values and `--set` text. Raises ValueError."""
     text = value if isinstance(value, str) else None
@@ -100,7 +123,7 @@ def convert_param(param_type: str, value: Any) -> Any:
         if text is not None and text.lower() in ("true", "false"):
             return text.lower() == "true"
         raise ValueError(f"{value!r} is not true or false")
-    if param_type == "list":
+    if param_type in ("list", "globs"):
         items = value if isinstance(value, list) else [s.strip() for s in str(value).split(",") if s.strip()]
         return [str(i) for i in items]
     return str(value)

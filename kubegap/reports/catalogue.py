@@ -7,16 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kubegap.compiled import CompiledPolicy
-from kubegap.durations import format_seconds
-from kubegap.policy import EXEMPTION_PREFIX, Param, Policy
-
-
-def param_text(param: Param, value: Any) -> str:
-    if param.type == "duration":
-        return format_seconds(float(value))
-    if param.type == "list":
-        return ", ".join(str(v) for v in value)
-    return str(value).lower() if isinstance(value, bool) else str(value)
+from kubegap.policy import EXEMPTION_PREFIX, Policy, param_text
 
 
 def _reference(ref: Any) -> str:

@@ -18,8 +18,8 @@ from kubegap.policy import (
     Policy,
     Reference,
     Validation,
+    param_text,
 )
-from kubegap.reports.catalogue import param_text
 
 INVALID_MANIFEST = "invalid-manifest"
 
