@@ -217,8 +217,19 @@ class Reviewer:
             "duration_ms": round(elapsed * 1000, 3),
         }
         # The object itself is never logged: env values may hold credentials.
-        log.info("review %s", json.dumps(record, separators=(",", ":")), extra={"fields": record})
+        if log.isEnabledFor(logging.INFO):
+            log.info("review %s", _JsonText(record), extra={"fields": record})
         return Outcome(outcome.review, outcome.decision, record)
+
+
+class _JsonText:
+    """Rendered only if a text handler formats the record; the JSON handler reads `fields` directly."""
+
+    def __init__(self, fields: Mapping[str, Any]) -> None:
+        self.fields = fields
+
+    def __str__(self) -> str:
+        return json.dumps(self.fields, separators=(",", ":"))
 
 
 def _forbidden(message: str) -> Any:
