@@ -23,7 +23,16 @@ from urllib.parse import quote
 from kubegap.findings import Finding, Result
 from kubegap.policy import Policy
 from kubegap.reports import sarifrules
-from kubegap.reports.sarifrules import Descriptor
+from kubegap.reports.sariflog import (
+    ArtifactLocation,
+    Location,
+    Log,
+    LogicalLocation,
+    Region,
+    ReportingDescriptor,
+    Run,
+)
+from kubegap.reports.sariflog import Result as SarifResult
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 TOOL_NAME = "kubegap"
@@ -51,13 +60,13 @@ def render(
     table = sarifrules.RuleTable(policies)
     for finding in listed:
         table.note(finding)
-    run: dict[str, Any] = {
+    run: Run = {
         "tool": {
             "driver": {
                 "name": TOOL_NAME,
                 "version": tool_version,
                 "semanticVersion": tool_version,
-                "rules": [d.descriptor for d in table.descriptors],
+                "rules": table.descriptors,
             }
         },
         "columnKind": "unicodeCodePoints",
@@ -67,7 +76,7 @@ def render(
     files = {f.file for f in listed if f.file and f.file != STDIN_NAME}
     if base_dir and any(_uri(name, base_dir)[1] for name in files):
         run["originalUriBaseIds"] = {SOURCE_ROOT: {"uri": _directory_uri(base_dir)}}
-    log = {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+    log: Log = {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
     # Compact: the C encoder is ~10x faster than indented output, and SARIF is read by tools, not people.
     text = json.dumps(log, ensure_ascii=False, separators=(",", ":")) + "\n"
     # A lone surrogate (from a JSON or YAML escape) cannot be written as UTF-8: show it as U+FFFD.
@@ -98,10 +107,10 @@ def _counts(results: Sequence[Finding]) -> dict[str, int]:
 
 
 def _result(
-    finding: Finding, index: int, rules: Sequence[Descriptor], base_dir: str | None
-) -> dict[str, Any]:
-    result: dict[str, Any] = {
-        "ruleId": rules[index].id,
+    finding: Finding, index: int, rules: Sequence[ReportingDescriptor], base_dir: str | None
+) -> SarifResult:
+    result: SarifResult = {
+        "ruleId": rules[index]["id"],
         "ruleIndex": index,
         "level": sarifrules.LEVEL[finding.severity],
         "message": {"text": _message(finding)},
@@ -151,16 +160,16 @@ def _has_file(finding: Finding) -> bool:
     return bool(finding.file) and finding.file != STDIN_NAME
 
 
-def _location(finding: Finding, base_dir: str | None) -> dict[str, Any]:
-    location: dict[str, Any] = {}
+def _location(finding: Finding, base_dir: str | None) -> Location:
+    location: Location = {}
     if _has_file(finding):
         assert finding.file is not None
         uri, relative = _uri(finding.file, base_dir)
-        artifact: dict[str, Any] = {"uri": uri}
+        artifact: ArtifactLocation = {"uri": uri}
         if relative:
             artifact["uriBaseId"] = SOURCE_ROOT
         # A file-level finding (an unreadable file) points at the top of the file.
-        region: dict[str, Any] = {"startLine": finding.line if finding.line and finding.line > 0 else 1}
+        region: Region = {"startLine": finding.line if finding.line and finding.line > 0 else 1}
         if finding.line and finding.column and finding.column > 0:
             region["startColumn"] = finding.column
         location["physicalLocation"] = {"artifactLocation": artifact, "region": region}
@@ -170,12 +179,12 @@ def _location(finding: Finding, base_dir: str | None) -> dict[str, Any]:
     return location
 
 
-def _logical_locations(finding: Finding) -> list[dict[str, Any]]:
+def _logical_locations(finding: Finding) -> list[LogicalLocation]:
     ref = finding.object
     if not ref.kind:  # an unreadable document names no object
         return []
     where = {"role": finding.role, "container": finding.container}
-    out: list[dict[str, Any]] = [
+    out: list[LogicalLocation] = [
         {
             "name": ref.name,
             "fullyQualifiedName": ref.display(),

@@ -7,7 +7,6 @@ document behind the rule), the parameters that set its thresholds, and how to ex
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from kubegap.findings import Finding, Severity
@@ -20,6 +19,7 @@ from kubegap.policy import (
     Validation,
     param_text,
 )
+from kubegap.reports.sariflog import ReportingDescriptor
 
 INVALID_MANIFEST = "invalid-manifest"
 
@@ -53,17 +53,11 @@ _ENGINE_RULES = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Descriptor:
-    id: str
-    descriptor: dict[str, Any]
-
-
 class RuleTable:
     """Descriptors in a stable order: policy validations first, then engine rules as first seen."""
 
     def __init__(self, policies: Sequence[Policy]) -> None:
-        self.descriptors: list[Descriptor] = []
+        self.descriptors: list[ReportingDescriptor] = []
         self._index: dict[str, int] = {}
         self._policies = {p.id: p for p in policies}
         for policy in policies:
@@ -78,8 +72,8 @@ class RuleTable:
     def index(self, finding: Finding) -> int:
         return self._index[f"{finding.policy}/{finding.rule}"]
 
-    def _add(self, descriptor: Descriptor) -> None:
-        self._index[descriptor.id] = len(self.descriptors)
+    def _add(self, descriptor: ReportingDescriptor) -> None:
+        self._index[descriptor["id"]] = len(self.descriptors)
         self.descriptors.append(descriptor)
 
 
@@ -95,27 +89,24 @@ def _descriptor(
     help_text: str,
     help_markdown: str,
     tags: list[str],
-) -> Descriptor:
+) -> ReportingDescriptor:
     policy, _, rule = rule_id.partition("/")
     properties: dict[str, Any] = {"tags": list(dict.fromkeys(tags)), "precision": "high"}
     if severity in SECURITY_SEVERITY:
         properties["security-severity"] = SECURITY_SEVERITY[severity]
     properties["kubegap-severity"] = severity.value
-    return Descriptor(
-        rule_id,
-        {
-            "id": rule_id,
-            "name": f"{_pascal(policy)}/{_pascal(rule)}",
-            "shortDescription": {"text": short},
-            "fullDescription": {"text": full},
-            "defaultConfiguration": {"level": LEVEL[severity]},
-            "help": {"text": help_text, "markdown": help_markdown},
-            "properties": properties,
-        },
-    )
+    return {
+        "id": rule_id,
+        "name": f"{_pascal(policy)}/{_pascal(rule)}",
+        "shortDescription": {"text": short},
+        "fullDescription": {"text": full},
+        "defaultConfiguration": {"level": LEVEL[severity]},
+        "help": {"text": help_text, "markdown": help_markdown},
+        "properties": properties,
+    }
 
 
-def _validation_descriptor(policy: Policy, validation: Validation) -> Descriptor:
+def _validation_descriptor(policy: Policy, validation: Validation) -> ReportingDescriptor:
     short = _flat(validation.description) or f"{policy.title}: {validation.name}"
     full = _flat(" ".join((f"{policy.title}.", validation.description, policy.description)))
     fix = validation.remediation or policy.remediation
@@ -126,7 +117,7 @@ def _validation_descriptor(policy: Policy, validation: Validation) -> Descriptor
     )
 
 
-def _engine_descriptor(finding: Finding, policy: Policy | None) -> Descriptor:
+def _engine_descriptor(finding: Finding, policy: Policy | None) -> ReportingDescriptor:
     rule_id = f"{finding.policy}/{finding.rule}"
     if finding.policy == INVALID_MANIFEST:
         short = f"The document cannot be read as a Kubernetes object ({finding.rule})"
