@@ -1,0 +1,201 @@
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from kubegap import lint, manifests
+from kubegap.config import Settings
+from kubegap.evaluate import Engine, build_engine
+from kubegap.findings import Finding, Result, Severity
+
+DATA = Path(__file__).parent / "data" / "engine"
+TRAIN = DATA / "train.yaml"
+WORKER = "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0]"
+
+
+@pytest.fixture(scope="module")
+def engine() -> Engine:
+    return build_engine(Settings(cel_backend="cel-expr"))
+
+
+def where(
+    findings: list[Finding],
+) -> dict[tuple[str, str], tuple[str | None, int | None, int | None, int | None]]:
+    return {(f.policy, f.rule): (f.path, f.document, f.line, f.column) for f in findings}
+
+
+def test_positions_point_at_the_offending_field(engine: Engine) -> None:
+    report = lint.lint([str(TRAIN)], engine)
+    assert where(report.findings) == {
+        ("restart-budget", "auto-restart"): ("spec.runPolicy.backoffLimit", 1, 19, 5),
+        ("nccl-timeout", "timeout-bounded"): (f"{WORKER}.args[0]", 1, 30, 19),
+        ("checkpoint-interval", "interval-bounded"): (f"{WORKER}.args[1]", 1, 31, 19),
+        ("gpu-nic-topology", "no-transport-fallback"): (f"{WORKER}.env[1]", 1, 36, 19),
+        ("nccl-timeout", "async-error-handling"): (f"{WORKER}.env[2]", 1, 38, 19),
+    }
+    assert {f.file for f in report.findings} == {str(TRAIN)}
+    lines = TRAIN.read_text().splitlines()
+    for finding in report.findings:
+        assert finding.line is not None and finding.column is not None
+        text = lines[finding.line - 1][finding.column - 1 :]
+        assert text.strip(), finding  # the position is on the field, not past the end of the line
+
+
+def test_configmaps_in_the_input_resolve_env(engine: Engine) -> None:
+    """Without the ConfigMap, TORCH_NCCL_ASYNC_ERROR_HANDLING cannot be seen: a forbid rule passes, listed."""
+    text = TRAIN.read_text()
+    without = text.split("---\n", 1)[1]
+    with_cm = lint.lint_documents(manifests.Reader().read_bytes(text.encode(), "t.yaml"), engine)
+    alone = lint.lint_documents(manifests.Reader().read_bytes(without.encode(), "t.yaml"), engine)
+    assert ("nccl-timeout", "async-error-handling") in where(with_cm.findings)
+    assert ("nccl-timeout", "async-error-handling") not in where(alone.findings)
+    assert any("ConfigMap ml/nccl" in u for f in alone.findings for u in f.unresolved)
+
+
+def test_configmap_in_another_file_resolves_too(engine: Engine, tmp_path: Path) -> None:
+    configmap, workload = TRAIN.read_text().split("---\n", 1)
+    (tmp_path / "a-workload.yaml").write_text(workload)
+    (tmp_path / "b-configmap.yaml").write_text(configmap)
+    report = lint.lint([str(tmp_path)], engine)
+    assert ("nccl-timeout", "async-error-handling") in where(report.findings)
+
+
+def test_summary_counts(engine: Engine) -> None:
+    report = lint.lint([str(TRAIN)], engine)
+    summary = report.summary.to_json()
+    assert (summary["objects"], summary["notApplicable"], summary["invalid"]) == (1, 1, 0)
+    assert summary["results"]["fail"] == 5
+    assert summary["failuresBySeverity"]["high"] == 4
+    assert summary["failuresBySeverity"]["medium"] == 1
+
+
+# (case, file content, error rule, line)
+BAD_INPUTS: list[tuple[str, bytes, str, int]] = [
+    (
+        "alias bomb",
+        b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n  a: &a [x, x, x, x, x, x, x, x, x]\n"
+        + b"".join(
+            f"  {chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n".encode()
+            for i in range(8)
+        ),
+        "alias-limit",
+        0,
+    ),
+    (
+        "duplicate keys",
+        b"apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: a\n  name: b\n",
+        "duplicate-key",
+        5,
+    ),
+    (
+        "1,000-level nesting",
+        b"apiVersion: v1\nkind: Pod\nspec: " + b"[" * 1000 + b"]" * 1000 + b"\n",
+        "too-deep",
+        3,
+    ),
+    (
+        "unrendered Helm template",
+        b"apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {{ .Release.Name }}\n",
+        "unrendered-template",
+        4,
+    ),
+    ("binary junk", b"\x7fELF\x02\x01\x01\x00\x00garbage", "binary", 1),
+    ("not UTF-8", b"apiVersion: v1\nkind: Pod\nmetadata: {name: caf\xe9}\n", "binary", 3),
+    ("YAML syntax", b"apiVersion: v1\nkind: Pod\nmetadata: {name: [x}\n", "yaml-syntax", 3),
+    ("a list at the top", b"- a\n- b\n", "not-an-object", 1),
+]
+
+
+@pytest.mark.parametrize(("case", "content", "rule", "line"), BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
+def test_bad_input_beside_a_valid_manifest(
+    engine: Engine, tmp_path: Path, case: str, content: bytes, rule: str, line: int
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(content)
+    (tmp_path / "empty.yaml").write_bytes(b"")
+    report = lint.lint([str(bad), str(tmp_path / "empty.yaml"), str(TRAIN)], engine)
+    invalid = [f for f in report.findings if f.policy == "invalid-manifest"]
+    assert [(f.rule, f.result, f.severity, f.file) for f in invalid] == [
+        (rule, Result.ERROR, Severity.HIGH, str(bad))
+    ]
+    if line:
+        assert invalid[0].line == line
+    assert invalid[0].message
+    assert invalid[0].remediation
+    checked = [f for f in report.findings if f.file == str(TRAIN)]
+    assert len(checked) == 5  # the valid manifest is still checked in full
+    assert report.summary.objects == 1
+    assert report.summary.invalid == 1
+    assert lint.exit_code(report, Severity.HIGH) == 2
+    assert lint.exit_code(report, Severity.CRITICAL) == 2  # unreadable input wins over --fail-on
+
+
+def test_empty_documents_are_skipped_not_invalid(engine: Engine) -> None:
+    data = b"---\n---\n# only a comment\n---\nnull\n...\n"
+    report = lint.lint_documents(manifests.Reader().read_bytes(data, "e.yaml"), engine)
+    assert report.findings == []
+    assert (report.summary.objects, report.summary.invalid, report.unreadable) == (0, 0, 0)
+    assert lint.exit_code(report, Severity.INFO) == 0
+
+
+def test_stdin(engine: Engine) -> None:
+    report = lint.lint(["-"], engine, io.BytesIO(TRAIN.read_bytes()))
+    assert {f.file for f in report.findings} == {"<stdin>"}
+    assert len(report.findings) == 5
+
+
+def test_missing_path_is_a_usage_error(engine: Engine, tmp_path: Path) -> None:
+    from kubegap.errors import UsageError
+
+    with pytest.raises(UsageError, match="no such file"):
+        lint.lint([str(tmp_path / "nope.yaml")], engine)
+
+
+@pytest.mark.parametrize(
+    ("results", "fail_on", "code"),
+    [
+        ([], Severity.HIGH, 0),
+        ([(Result.FAIL, Severity.MEDIUM)], Severity.HIGH, 0),
+        ([(Result.FAIL, Severity.MEDIUM)], Severity.MEDIUM, 1),
+        ([(Result.FAIL, Severity.HIGH)], Severity.HIGH, 1),
+        ([(Result.FAIL, Severity.CRITICAL)], Severity.HIGH, 1),
+        ([(Result.ERROR, Severity.HIGH)], Severity.HIGH, 1),  # an error never passes
+        ([(Result.SKIP, Severity.CRITICAL)], Severity.INFO, 0),  # an exemption never fails the run
+        ([(Result.FAIL, Severity.INFO)], Severity.INFO, 1),
+        ([(Result.FAIL, Severity.LOW)], Severity.CRITICAL, 0),
+    ],
+)
+def test_exit_code(results: list[tuple[Result, Severity]], fail_on: Severity, code: int) -> None:
+    from kubegap.findings import ObjectRef
+
+    ref = ObjectRef("v1", "Pod", None, "p")
+    report = lint.LintReport(findings=[Finding("p", "r", s, r, "m", "f", ref) for r, s in results])
+    assert lint.exit_code(report, fail_on) == code
+
+
+def test_parallel_lint_matches_serial(engine: Engine, tmp_path: Path) -> None:
+    text = TRAIN.read_text()
+    for index in range(lint.PARALLEL_MIN_FILES):
+        (tmp_path / f"f{index:03}.yaml").write_text(text.replace("name: llm", f"name: llm-{index}"))
+    serial = lint.lint([str(tmp_path)], engine, jobs=1)
+    parallel = lint.lint([str(tmp_path)], engine, jobs=2)
+    assert sorted(f.to_json().__repr__() for f in parallel.findings) == sorted(
+        f.to_json().__repr__() for f in serial.findings
+    )
+    assert parallel.summary.to_json() == serial.summary.to_json()
+    assert serial.summary.objects == lint.PARALLEL_MIN_FILES
+
+
+@pytest.mark.parametrize(("value", "jobs"), [("1", 1), ("3", 3)])
+def test_jobs_from(value: str, jobs: int) -> None:
+    assert lint.jobs_from(value) == jobs
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "many", "1.5"])
+def test_jobs_from_rejects(value: str) -> None:
+    from kubegap.errors import UsageError
+
+    with pytest.raises(UsageError):
+        lint.jobs_from(value)
