@@ -126,7 +126,7 @@ def lint(
     if None in files:  # stdin can be read only once: take it whole
         return _lint_files(paths, engine, stdin, keep_passes, None)
     # ConfigMaps may sit in any file: read the few files that mention one first.
-    mentions = [f for f in files if f is not None and b"ConfigMap" in Path(f).read_bytes()]
+    mentions = [f for f in files if f is not None and _mentions_configmap(f)]
     known = configmaps_of(manifests.Reader().read(mentions)) if mentions else {}
     if jobs <= 1 or len(files) < PARALLEL_MIN_FILES:
         return _lint_files(paths, engine, None, keep_passes, known)
@@ -142,6 +142,15 @@ def lint(
         report.summary.merge(part.summary)
         report.unreadable += part.unreadable
     return report
+
+
+def _mentions_configmap(path: str) -> bool:
+    """A cheap pre-read; a file that cannot be read is reported by the Reader, not here."""
+    try:
+        with Path(path).open("rb") as handle:
+            return b"ConfigMap" in handle.read(manifests.MAX_FILE_BYTES + 1)
+    except OSError:
+        return False
 
 
 PARALLEL_MIN_FILES = 64

@@ -199,3 +199,13 @@ def test_jobs_from_rejects(value: str) -> None:
 
     with pytest.raises(UsageError):
         lint.jobs_from(value)
+
+
+def test_dangling_symlink_in_a_folder_is_an_unreadable_document(engine: Engine, tmp_path: Path) -> None:
+    (tmp_path / "a-dangling.yaml").symlink_to(tmp_path / "nowhere.yaml")
+    (tmp_path / "b-train.yaml").write_bytes(TRAIN.read_bytes())
+    report = lint.lint([str(tmp_path)], engine)
+    invalid = [(Path(f.file or "").name, f.rule) for f in report.findings if f.policy == "invalid-manifest"]
+    assert invalid == [("a-dangling.yaml", "unreadable")]
+    assert len([f for f in report.findings if f.file and f.file.endswith("b-train.yaml")]) == 5
+    assert lint.exit_code(report, Severity.HIGH) == 2
