@@ -13,9 +13,14 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kubegap import __version__
 from kubegap.errors import KubegapError
+
+if TYPE_CHECKING:
+    from kubegap.evaluate import Engine
+    from kubegap.lint import LintReport
 
 EPILOG = """\
 examples:
@@ -33,6 +38,9 @@ exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage/input/policy erro
 """
 
 
+LINT_FORMATS = ("text", "json", "sarif", "junit")
+
+
 def _lint_arguments(parser: argparse.ArgumentParser) -> None:
     from kubegap.options import add_engine_arguments
 
@@ -44,7 +52,17 @@ def _lint_arguments(parser: argparse.ArgumentParser) -> None:
         "default: the bundled policy examples",
     )
     parser.add_argument(
-        "--format", choices=("text", "json"), default="text", help="output format (default text)"
+        "--format",
+        choices=LINT_FORMATS,
+        default="text",
+        help="format written to stdout (default text): sarif for code scanning, junit for CI test reports",
+    )
+    parser.add_argument(
+        "--output",
+        action="append",
+        default=[],
+        metavar="FORMAT=PATH",
+        help="also write FORMAT to the file PATH, e.g. --output sarif=kubegap.sarif (repeatable)",
     )
     parser.add_argument(
         "--jobs",
@@ -62,11 +80,10 @@ def _bundled_examples() -> list[str]:
 
 
 def _lint(args: argparse.Namespace) -> int:
+    from kubegap.errors import UsageError
     from kubegap.evaluate import build_engine
     from kubegap.lint import exit_code, jobs_from, lint
     from kubegap.options import settings_from_args
-    from kubegap.reports import json as json_report
-    from kubegap.reports import text as text_report
 
     settings = settings_from_args(args)
     engine = build_engine(settings)
@@ -76,12 +93,47 @@ def _lint(args: argparse.Namespace) -> int:
             f"kubegap: no path given; linting the bundled examples under {Path(paths[0]).parent.parent}",
             file=sys.stderr,
         )
-    report = lint(paths, engine, sys.stdin.buffer if "-" in paths else None, jobs_from(args.jobs))
-    if args.format == "json":
-        sys.stdout.write(json_report.render(report.findings, report.summary))
-    else:
-        sys.stdout.write(text_report.render(report.findings, report.summary))
+    outputs = _outputs(args.output)  # before linting, so that a typo fails at once
+    formats = {args.format, *(fmt for fmt, _ in outputs)}
+    stdin = sys.stdin.buffer if "-" in paths else None
+    # SARIF counts passes and JUnit lists them as test cases; the other formats need only the findings.
+    report = lint(paths, engine, stdin, jobs_from(args.jobs), keep_passes=bool(formats & {"sarif", "junit"}))
+    for fmt, path in outputs:
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(_lint_output(fmt, report, engine), "utf-8")
+        except OSError as err:
+            raise UsageError(f"--output {fmt}={path}: {err.strerror or err}") from None
+    sys.stdout.write(_lint_output(args.format, report, engine))
     return exit_code(report, settings.fail_on)
+
+
+def _outputs(specs: Sequence[str]) -> list[tuple[str, str]]:
+    from kubegap.errors import UsageError
+
+    outputs = []
+    for spec in specs:
+        fmt, equals, path = spec.partition("=")
+        if not equals or fmt not in LINT_FORMATS or not path:
+            raise UsageError(f"--output {spec!r}: write FORMAT=PATH, FORMAT one of {', '.join(LINT_FORMATS)}")
+        outputs.append((fmt, path))
+    return outputs
+
+
+def _lint_output(fmt: str, report: LintReport, engine: Engine) -> str:
+    from kubegap.reports import json as json_report
+    from kubegap.reports import junit, sarif
+    from kubegap.reports import text as text_report
+
+    if fmt == "sarif":
+        return sarif.render(
+            report.findings + report.passes, engine.policies, __version__, base_dir=str(Path.cwd())
+        )
+    if fmt == "junit":
+        return junit.render(report.findings + report.passes, engine.policies)
+    if fmt == "json":
+        return json_report.render(report.findings, report.summary)
+    return text_report.render(report.findings, report.summary)
 
 
 def _policies_arguments(parser: argparse.ArgumentParser) -> None:

@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         result = Auditor(api, engine, scope, TerminalProgress.for_stderr()).run()
         if args.write_policyreports:
             _write(api, result)
-        output.write(sys.stdout, args.format, result, transport.host)
+        output.write(sys.stdout, args.format, result, transport.host, engine.policies)
         sys.stdout.flush()
         return exit_code(result, settings, args.allow_incomplete)
     except Exception:

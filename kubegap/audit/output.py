@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TextIO
 
 import yaml
 
+from kubegap import __version__
 from kubegap.audit import jsonout, text
 from kubegap.audit.runner import AuditResult
-from kubegap.reports import policyreport
+from kubegap.policy import Policy
+from kubegap.reports import junit, policyreport, sarif
 from kubegap.reports.policyreport import PolicyReport
 
-FORMATS = ("text", "json", "policyreport")
+FORMATS = ("text", "json", "policyreport", "sarif", "junit")
 
 
 def policy_reports(result: AuditResult, timestamp: int | None = None) -> Iterator[PolicyReport]:
@@ -32,8 +34,18 @@ def policy_reports(result: AuditResult, timestamp: int | None = None) -> Iterato
             pending = next(groups, None)
 
 
-def write(out: TextIO, fmt: str, result: AuditResult, cluster: str = "") -> None:
-    if fmt == "json":
+def write(
+    out: TextIO, fmt: str, result: AuditResult, cluster: str = "", policies: Sequence[Policy] = ()
+) -> None:
+    if fmt in ("sarif", "junit"):
+        # A cluster holds too many passing evaluations to list: these formats carry the findings, and the
+        # pass count stays in the summary of the other formats.
+        findings = list(result.spool.findings("listed"))
+        if fmt == "sarif":
+            out.write(sarif.render(findings, policies, __version__))
+        else:
+            out.write(junit.render(findings, policies))
+    elif fmt == "json":
         extra = {"coverage": result.coverage.to_json()}
         jsonout.write(out, result.spool.findings("listed"), result.summary, extra)
     elif fmt == "policyreport":

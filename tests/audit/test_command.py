@@ -7,6 +7,7 @@ import io
 import json
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 import yaml
@@ -195,3 +196,28 @@ def test_streamed_json_is_byte_identical_to_the_json_report(count: int) -> None:
     out = io.StringIO()
     jsonout.write(out, iter(findings), summary, extra)
     assert out.getvalue() == json_report.render(findings, summary, extra)
+
+
+def test_sarif_and_junit_carry_the_same_findings_as_json(
+    capsys: pytest.CaptureFixture[str], failing: ApiServer, kubeconfig: Path
+) -> None:
+    k = ("--kubeconfig", str(kubeconfig))
+    _, out, _ = run(capsys, *k, "--format", "json")
+    expected = sorted((f["policy"], f["rule"], f["object"]["name"]) for f in json.loads(out)["findings"])
+    code, out, _ = run(capsys, *k, "--format", "sarif")
+    assert code == 1
+    (sarif_run,) = json.loads(out)["runs"]
+    listed = sorted(
+        (
+            r["properties"]["policy"],
+            r["properties"]["rule"],
+            r["properties"]["object"]["name"],
+        )
+        for r in sarif_run["results"]
+    )
+    assert listed == expected and expected
+    assert all("physicalLocation" not in loc for r in sarif_run["results"] for loc in r["locations"])
+    code, out, _ = run(capsys, *k, "--format", "junit")
+    assert code == 1
+    failures = ElementTree.fromstring(out).iter("failure")
+    assert len(list(failures)) == len(expected)
