@@ -317,3 +317,23 @@ def test_mpirun_x_reaches_gpu_pods_of_other_kinds() -> None:
         },
     }
     assert containers(obj)["w"]["env"]["NCCL_NET"] == "Socket"
+
+
+def test_mpirun_x_name_ignores_an_export_that_comes_later() -> None:
+    launcher = {
+        "command": ["bash", "-c", "mpirun -x NCCL_SOCKET_IFNAME python t.py\nexport NCCL_SOCKET_IFNAME=eth0"]
+    }
+    worker = containers(mpijob(launcher))["worker"]
+    assert "NCCL_SOCKET_IFNAME" not in worker["env"]
+    assert "mpirun -x NCCL_SOCKET_IFNAME (launcher value not visible)" in worker["unresolved"]
+
+
+def test_mpirun_flags_count_for_the_ranks() -> None:
+    """The ranks run the command mpirun starts: its flags are the GPU containers' flags."""
+    launcher = {"command": ["bash", "-c", "mpirun -np 16 python train.py --save_steps 500 --ddp_timeout 900"]}
+    obj = mpijob(launcher)
+    worker = containers(obj)["worker"]
+    assert worker["collectiveTimeout"]["seconds"] == 900.0
+    workload = workload_of(obj)
+    assert workload is not None
+    assert facts.gather(obj, workload, CATALOGUE, {}).facts["checkpoint"]["steps"]["steps"] == 500
