@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 import re
 
-_GO_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_GO_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)")  # ASCII digits, as in Go
 _GO_SCALE = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_HMS = re.compile(r"(?:(\d+)\s*days?,\s*)?(\d+):([0-5]?\d):([0-5]?\d(?:\.\d+)?)\Z")
+_HMS = re.compile(r"(?:([0-9]+)\s*days?,\s*)?([0-9]+):([0-5]?[0-9]):([0-5]?[0-9](?:\.[0-9]+)?)\Z")
 _UNIT_SECONDS = {"s": 1.0, "min": 60.0, "h": 3600.0}
 
 

@@ -38,6 +38,8 @@ GO_INVALID = [
     "5m!",
     "00:10:00",
     "1e3s",
+    "1.5.5s",
+    "\u0661\u0660m",  # Arabic-Indic digits: Go reads ASCII digits only
 ]
 
 
@@ -68,7 +70,9 @@ def test_parse_hms_valid(text: str, seconds: float) -> None:
     assert durations.parse_hms(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["10:00", "00:60:00", "00:00:60", "a:b:c", "10m", "", "1:2:3:4"])
+@pytest.mark.parametrize(
+    "text", ["10:00", "00:60:00", "00:00:60", "a:b:c", "10m", "", "1:2:3:4", "\uff11:00:00"]
+)
 def test_parse_hms_invalid(text: str) -> None:
     with pytest.raises(ValueError):
         durations.parse_hms(text)
