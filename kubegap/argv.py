@@ -196,15 +196,48 @@ def _script_assignments(words: list[str], path: FieldPath, first: int) -> Iterat
             at_start = False
 
 
+# mpirun options that take two arguments; every other option takes one unless it is a known switch.
+_MPI_TWO_ARGS = frozenset({"--mca", "-mca", "--gmca", "-gmca"})
+_MPI_SWITCHES = frozenset(
+    {
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "-oversubscribe",
+        "--report-bindings",
+        "-report-bindings",
+        "--tag-output",
+        "-tag-output",
+        "--timestamp-output",
+        "-q",
+        "--quiet",
+        "-v",
+        "--verbose",
+        "-display-map",
+        "--display-map",
+        "--display-allocation",
+        "-nooversubscribe",
+        "--nooversubscribe",
+        "-prefix-output",
+    }
+)
+
+
 def _mpirun_forwards(tokens: Sequence[Token]) -> Iterator[Assignment]:
-    in_mpirun = False
-    for index, token in enumerate(tokens):
-        if token.text.rsplit("/", 1)[-1] in _MPI_LAUNCHERS:
-            in_mpirun = True
-        elif in_mpirun and token.text == "-x" and index + 1 < len(tokens):
-            name, sep, value = tokens[index + 1].text.partition("=")
-            if _NAME.match(name):
-                yield Assignment(name, value if sep else None, token.path, "mpirun -x", index)
+    """`-x` options of mpirun/mpiexec, up to the program it starts (a later `-x` is the program's)."""
+    index = 0
+    while index < len(tokens):
+        if tokens[index].text.rsplit("/", 1)[-1] not in _MPI_LAUNCHERS:
+            index += 1
+            continue
+        index += 1
+        while index < len(tokens) and tokens[index].text.startswith("-"):
+            option = tokens[index].text
+            if option == "-x" and index + 1 < len(tokens):
+                name, sep, value = tokens[index + 1].text.partition("=")
+                if _NAME.match(name):
+                    yield Assignment(name, value if sep else None, tokens[index].path, "mpirun -x", index)
+            arity = 0 if option in _MPI_SWITCHES or "=" in option else 2 if option in _MPI_TWO_ARGS else 1
+            index += 1 + arity
 
 
 def _flags(tokens: Sequence[Token]) -> Iterator[tuple[int, str, str | None]]:

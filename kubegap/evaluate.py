@@ -171,15 +171,21 @@ class _UnitState:
             self.bindings["variables"] = self.run.engine.backend.convert(values)
             self.activation = self.run.engine.backend.activation(self.bindings)
 
-    def exemption(self) -> tuple[str | None, str | None]:
-        """(reason, path of a blank exemption) — a blank reason exempts nothing (RULES.md §3)."""
+    def exemption(self) -> tuple[str | None, list[str]]:
+        """(the nearest reason, paths of blank exemptions): a blank reason exempts nothing (RULES.md §3),
+        and it does not hide a reasoned exemption further out."""
         key = EXEMPTION_PREFIX + self.policy.policy.id
+        reason: str | None = None
+        blanks: list[str] = []
         for path, notes in self.unit.annotations:
             if key in notes:
                 value = notes[key]  # `key:` with no value is null in YAML: as blank as ""
-                reason = "" if value is None else str(value).strip()
-                return (reason, None) if reason else (None, render((*path, key)))
-        return None, None
+                text = "" if value is None else str(value).strip()
+                if not text:
+                    blanks.append(render((*path, key)))
+                elif reason is None:
+                    reason = text
+        return reason, blanks
 
 
 class Engine:
@@ -248,9 +254,8 @@ def _evaluate_policy(run: _Run, policy: CompiledPolicy) -> Iterator[Finding]:
                 applied = True
                 # A blank exemption is reported wherever the policy applies, even where no validation
                 # does (a cordoned node): it exempts nothing and would mislead the next reader.
-                reason, blank = state.exemption()
-                if blank:
-                    blank_exemptions.add(blank)
+                reason, blanks = state.exemption()
+                blank_exemptions.update(blanks)
                 if not state.applies(validation.applies_to):
                     continue
             except CelError as err:

@@ -13,6 +13,7 @@ from typing import Any
 from kubegap import argv, durations, env, jobs, nodes, readings
 from kubegap.fieldpath import FieldPath, render
 from kubegap.knobs import Catalogue
+from kubegap.quantities import count
 from kubegap.workloads import Container, PodTemplate, Workload
 
 SERVING_LABEL = "kubegap.dev/workload"
@@ -78,22 +79,11 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def quantity(value: Any) -> int:
-    """An extended-resource count: an integer or an integer string ("8"); anything else counts 0."""
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int):
-        return max(value, 0)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return 0
-
-
 def resource_counts(container: Mapping[str, Any]) -> dict[str, int]:
     """Limit, else request, per resource name."""
     resources = _mapping(container.get("resources"))
-    counts = {str(k): quantity(v) for k, v in _mapping(resources.get("requests")).items()}
-    counts.update({str(k): quantity(v) for k, v in _mapping(resources.get("limits")).items()})
+    counts = {str(k): count(v) for k, v in _mapping(resources.get("requests")).items()}
+    counts.update({str(k): count(v) for k, v in _mapping(resources.get("limits")).items()})
     return counts
 
 
@@ -101,11 +91,18 @@ def _seconds(value: float, source: str, path: FieldPath) -> dict[str, Any]:
     return {"seconds": value, "text": durations.format_seconds(value), "source": source, "path": render(path)}
 
 
+_PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
+
+
+def _probe(spec: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    """The probe if it names a handler; a probe without one does nothing."""
+    probe = spec.get(kind)
+    return probe if isinstance(probe, Mapping) and any(k in probe for k in _PROBE_HANDLERS) else None
+
+
 def _liveness(spec: Mapping[str, Any], base: FieldPath) -> dict[str, Any] | None:
-    probe = spec.get("livenessProbe")
-    if not isinstance(probe, Mapping) or not any(
-        k in probe for k in ("exec", "httpGet", "tcpSocket", "grpc")
-    ):
+    probe = _probe(spec, "livenessProbe")
+    if probe is None:
         return None
 
     def number(key: str, default: int) -> int:
@@ -188,7 +185,7 @@ def _container(
         "envPaths": {v.name: render(v.path) for v in environment.variables.values()},
         "unresolved": unresolved,
         "unresolvedText": "; ".join(unresolved),
-        "startupProbe": isinstance(container.spec.get("startupProbe"), Mapping),
+        "startupProbe": _probe(container.spec, "startupProbe") is not None,
     }
     framework = readings.framework(scratch.catalogue, cmd)
     if framework is not None:
@@ -229,7 +226,9 @@ def _template(template: PodTemplate, containers: list[dict[str, Any]]) -> dict[s
 
 
 def _checkpoint(
-    scratch: _Scratch, per_template: list[tuple[PodTemplate, list[readings.Reading]]]
+    scratch: _Scratch,
+    per_template: list[tuple[PodTemplate, list[readings.Reading]]],
+    trainers: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """Judged once per workload: the least safe (longest) interval of all accelerator containers counts."""
     out: dict[str, Any] = {}
@@ -253,7 +252,9 @@ def _checkpoint(
             intervals.append(declared)
     if intervals:
         out["interval"] = _seconds(*max(intervals, key=lambda t: t[0]))
-    out["unresolvedText"] = "; ".join(dict.fromkeys(scratch.unresolved))
+    # Only what the accelerator containers could not see can hide a checkpoint knob; a sidecar's is noise.
+    unseen = (u for c in trainers for u in c["unresolved"])
+    out["unresolvedText"] = "; ".join(dict.fromkeys(unseen))
     if steps:
         count, source, path = max(steps, key=lambda t: t[0])
         out["steps"] = {"steps": int(count), "source": source, "path": render(path)}
@@ -279,6 +280,7 @@ def gather(
     templates: list[Unit] = []
     containers: list[Unit] = []
     per_template: list[tuple[PodTemplate, list[readings.Reading]]] = []
+    trainers: list[dict[str, Any]] = []
     totals = {"totalGpus": 0, "gpuPods": 0, "totalAccelerators": 0}
     for template in workload.templates:
         annotations = (
@@ -289,13 +291,14 @@ def gather(
             n for c in template.containers for r, n in resource_counts(c.spec).items() if catalogue.is_gpu(r)
         )
         own: list[dict[str, Any]] = []
-        found_here: list[readings.Reading] = []
+        found_here: list[readings.Reading] = []  # of accelerator containers: they run the training
         for container in template.containers:
             reach = launch if pod_gpus > 0 else None
             facts, found = _container(scratch, template, container, parsed[id(container)], reach)
             own.append(facts)
             if facts["accelerators"] > 0:
                 found_here += found
+                trainers.append(facts)
         tfacts = _template(template, own)
         per_template.append((template, found_here))
         totals["totalGpus"] += template.replicas * tfacts["gpusPerPod"]
@@ -316,7 +319,7 @@ def gather(
             for c, container in zip(own, template.containers, strict=True)
         ]
     facts = _workload_facts(obj, workload, metadata, totals)
-    facts["checkpoint"] = _checkpoint(scratch, per_template)
+    facts["checkpoint"] = _checkpoint(scratch, per_template, trainers)
     own_annotations = (
         (("metadata", "annotations"), _mapping(metadata.get("annotations"))),
         *(

@@ -160,7 +160,9 @@ class Summary:
         self.invalid += other.invalid
         self.results.update(other.results)
         self.severities.update(other.severities)
-        self.unresolved.update(other.unresolved)
+        for name, sources in other.unresolved.items():
+            known = self.unresolved.setdefault(name, [])
+            known += [u for u in sources if u not in known]
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubegap.knobs import Catalogue
+from kubegap.quantities import count
 
 _KEEP_OFF = ("NoSchedule", "NoExecute")  # a tuple: a malformed effect may be an unhashable list
 
@@ -19,21 +20,14 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _count(value: Any) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    text = str(value).strip()
-    return int(text) if text.isdigit() else 0
-
-
 def node_facts(obj: Mapping[str, Any], catalogue: Catalogue) -> dict[str, Any]:
     spec, status = _mapping(obj.get("spec")), _mapping(obj.get("status"))
     capacity, allocatable = _mapping(status.get("capacity")), _mapping(status.get("allocatable"))
     resources: list[dict[str, Any]] = [
         {
             "name": str(name),
-            "capacity": _count(capacity.get(name)),
-            "allocatable": _count(allocatable.get(name, 0)),
+            "capacity": count(capacity.get(name)),
+            "allocatable": count(allocatable.get(name, 0)),
         }
         for name in sorted(set(capacity) | set(allocatable), key=str)  # YAML keys need not all be str
         if "/" in str(name)  # extended resources only; cpu and memory are not judged here

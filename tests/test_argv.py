@@ -264,3 +264,17 @@ def test_mpirun_forwards(case: str, line: str, expected: list[tuple[str, str | N
 def test_mpirun_forward_paths() -> None:
     cmd = tokenize({"command": ["mpirun", "-x", "A=1"], "args": ["-x", "B", "python"]})
     assert [(a.name, a.path) for a in cmd.forwarded] == [("A", ("command", 1)), ("B", ("args", 0))]
+
+
+@pytest.mark.parametrize(
+    ("line", "forwarded"),
+    [
+        ("mpirun -np 16 -x A=1 python t.py -x B=2", ["A"]),
+        ("mpirun --mca btl tcp -x A=1 --allow-run-as-root -x C python t.py", ["A", "C"]),
+        ("mpirun -np=4 -x A python t.py", ["A"]),
+        ("python t.py -x A=1", []),
+    ],
+)
+def test_mpirun_options_end_at_the_program(line: str, forwarded: list[str]) -> None:
+    cmd = tokenize({"command": ["bash", "-c", line]})
+    assert [a.name for a in cmd.forwarded] == forwarded

@@ -554,3 +554,27 @@ def test_named_malformed_objects(
     evaluation = bundled_engines[backend].evaluate(obj)
     assert evaluation.supported
     assert all(isinstance(f, Finding) for f in evaluation.results)
+
+
+def test_blank_template_exemption_does_not_hide_a_reasoned_workload_one() -> None:
+    from kubegap.config import Settings
+    from kubegap.evaluate import build_engine
+
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "annotations": {"ignore.kubegap.dev/health-probes": "smoke test"}},
+        "spec": {
+            "parallelism": 2,
+            "template": {
+                "metadata": {"annotations": {"ignore.kubegap.dev/health-probes": " "}},
+                "spec": {"containers": [{"name": "t", "resources": {"limits": {"nvidia.com/gpu": 8}}}]},
+            },
+        },
+    }
+    results = build_engine(Settings(select=("health-probes",))).evaluate(job).results
+    assert {(r.rule, r.result.value) for r in results} == {
+        ("liveness-probe", "skip"),
+        ("exemption-reason", "fail"),
+    }
+    assert next(r for r in results if r.rule == "liveness-probe").message == "exempted: smoke test"

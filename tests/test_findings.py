@@ -185,11 +185,6 @@ def test_worst_ignores_passes_and_skips(findings: list[Finding], expected: Sever
     assert worst(findings) == expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Summary.merge replaces an object's unresolved list instead of joining it as Summary.add does, "
-    "so parallel lint can drop sources when two files hold objects of the same name",
-)
 def test_merge_joins_unresolved_like_add() -> None:
     first, second, both = Summary(), Summary(), Summary()
     a = finding(unresolved=("Secret a",))
