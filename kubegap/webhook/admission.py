@@ -30,18 +30,23 @@ DEFAULT_TIMEOUT = 10.0  # what the API server uses when timeoutSeconds is not se
 MAX_TIMEOUT = 30.0  # the largest timeoutSeconds the API server accepts
 
 
-def evaluation_budget(timeout: str | None) -> float:
-    """Seconds an evaluation may take: the `?timeout=` the API server sent, less time for the way back.
+def request_timeout(timeout: str | None) -> float:
+    """Seconds the API server waits for this answer: its `?timeout=` parameter, default 10 s.
 
     An unreadable value falls back to the default rather than failing the request: the parameter is
     advisory, and refusing the review over it would turn a formatting quirk into an outage.
     """
-    seconds = DEFAULT_TIMEOUT
     if timeout:
         try:
-            seconds = min(max(parse_go(timeout), 0.0), MAX_TIMEOUT) or DEFAULT_TIMEOUT
+            return min(max(parse_go(timeout), 0.0), MAX_TIMEOUT) or DEFAULT_TIMEOUT
         except ValueError:
             log.debug("ignoring unreadable timeout parameter %r", timeout[:40])
+    return DEFAULT_TIMEOUT
+
+
+def evaluation_budget(timeout: str | None) -> float:
+    """Seconds an evaluation may take: the request's timeout, less time for the answer's way back."""
+    seconds = request_timeout(timeout)
     return seconds - max(0.25, seconds * 0.1)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -13,7 +14,7 @@ from flask import Flask, Response, request
 from kubegap import policy
 from kubegap.config import Settings
 from kubegap.webhook.actions import check_policy_ids, parse_config
-from kubegap.webhook.admission import Reviewer
+from kubegap.webhook.admission import Reviewer, request_timeout
 from kubegap.webhook.engines import build_engines
 from kubegap.webhook.metrics import BAD_REQUESTS, POLICIES, Metrics
 from kubegap.webhook.review import MAX_BODY_BYTES, BadReview, decode
@@ -53,13 +54,14 @@ def create_app(
     @app.post("/validate")
     def validate() -> Response:
         started = time.monotonic()
-        if request.mimetype != _JSON:
-            return _refuse(state, 400, "content-type", f"Content-Type must be {_JSON}")
-        body = _read_body()
-        if body is None:
-            return _refuse(state, 413, "too-large", f"request body exceeds {MAX_BODY_BYTES} bytes")
+        timeout = request.args.get("timeout")
         try:
-            outcome = reviewer.review(decode(body), request.args.get("timeout"), started)
+            if request.mimetype != _JSON:
+                raise _Refused(400, "content-type", f"Content-Type must be {_JSON}")
+            body = _read_body(started + request_timeout(timeout))
+            outcome = reviewer.review(decode(body), timeout, started)
+        except _Refused as refused:
+            return _refuse(state, refused.status, refused.reason, str(refused))
         except BadReview as err:
             return _refuse(state, 400, "malformed", str(err))
         return Response(json.dumps(outcome.review, separators=(",", ":")), 200, mimetype=_JSON)
@@ -85,24 +87,44 @@ def create_app(
 _PROMETHEUS = "text/plain; version=0.0.4; charset=utf-8"
 
 
-def _read_body() -> bytes | None:
-    """The body, or None past MAX_BODY_BYTES: checked while reading, so chunked bodies are bounded too."""
+class _Refused(Exception):
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.reason = status, reason
+
+
+def _read_body(deadline: float) -> bytes:
+    """The body, refused past MAX_BODY_BYTES (checked while reading: chunked bodies are bounded too) or
+    when it has not arrived by the time the API server stops waiting (a trickling client must not hold a
+    worker thread for ever)."""
     if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
-        return None
+        raise _Refused(413, "too-large", f"request body exceeds {MAX_BODY_BYTES} bytes")
+    given = request.environ.get("gunicorn.socket")
+    sock = given if isinstance(given, socket.socket) else None
+    previous = sock.gettimeout() if sock else None
     parts: list[bytes] = []
     size = 0
-    while chunk := request.stream.read(_CHUNK):
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            return None
-        parts.append(chunk)
-    return b"".join(parts)
+    try:
+        while True:
+            if sock:
+                sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            if not (chunk := request.stream.read(_CHUNK)):
+                return b"".join(parts)
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                raise _Refused(413, "too-large", f"request body exceeds {MAX_BODY_BYTES} bytes")
+            parts.append(chunk)
+    except TimeoutError as err:
+        raise _Refused(408, "timeout", "request body did not arrive before the request's timeout") from err
+    finally:
+        if sock:
+            sock.settimeout(previous)
 
 
 def _refuse(state: ServerState, status: int, reason: str, message: str) -> Response:
     state.metrics.inc(BAD_REQUESTS, (reason,))
     log.info("refused request: %s", message, extra={"fields": {"refused": status, "reason": message}})
     response = Response(message + "\n", status, mimetype="text/plain")
-    if status == 413:
+    if status in (408, 413):
         response.headers["Connection"] = "close"  # the rest of the body is never read
     return response

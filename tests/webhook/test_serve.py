@@ -246,3 +246,15 @@ def _read_http(tls: ssl.SSLSocket) -> bytes:
         assert chunk
         rest += chunk
     return head + b"\r\n\r\n" + rest
+
+
+def test_a_body_that_stops_arriving_is_cut_off_at_the_requests_timeout(server: Server) -> None:
+    tls = _connect(server)
+    tls.sendall(
+        b"POST /validate?timeout=1s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b'Content-Length: 1000\r\n\r\n{"apiVersion": '
+    )
+    reply = _read_http(tls)  # the socket's own 20 s timeout bounds the test
+    tls.close()
+    assert reply.startswith(b"HTTP/1.1 408 ") and b"did not arrive" in reply
+    assert server.get("/healthz")[0] == 200
