@@ -65,6 +65,16 @@ class _Sorted:
     errors: list[Finding] = field(default_factory=list)
     exempted: list[Finding] = field(default_factory=list)
 
+    def annotations(self) -> dict[str, str]:
+        """Finding ids by what was done with them, for the API server's audit log."""
+        found = {"denied": self.denied, "warned": self.warned, "audited": self.audited}
+        found |= {"errors": self.errors, "exempted": self.exempted}
+        return {
+            key: messages.annotation_value(messages.finding_id(f) for f in findings)
+            for key, findings in found.items()
+            if findings
+        }
+
 
 class Reviewer:
     def __init__(
@@ -144,18 +154,7 @@ class Reviewer:
             lines += [_error_warning(f) for f in split.errors]
         if lines:
             response["warnings"] = messages.warnings(lines)
-        annotations = {
-            key: messages.annotation_value(messages.finding_id(f) for f in found)
-            for key, found in (
-                ("denied", split.denied),
-                ("warned", split.warned),
-                ("audited", split.audited),
-                ("errors", split.errors),
-                ("exempted", split.exempted),
-            )
-            if found
-        }
-        if annotations:
+        if annotations := split.annotations():
             response["auditAnnotations"] = annotations
         if split.errors:
             self._metrics.inc(ERRORS, ("error", "denied" if deny_errors else "allowed"))
