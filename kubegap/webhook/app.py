@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 _CHUNK = 64 * 1024
 _JSON = "application/json"
+_PROMETHEUS = "text/plain; version=0.0.4; charset=utf-8"
 
 
 @dataclass(slots=True)
@@ -82,9 +83,6 @@ def create_app(
         return Response(state.metrics.render(), 200, content_type=_PROMETHEUS)
 
     return app
-
-
-_PROMETHEUS = "text/plain; version=0.0.4; charset=utf-8"
 
 
 class _Refused(Exception):
