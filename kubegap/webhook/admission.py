@@ -87,7 +87,7 @@ class Reviewer:
     ) -> None:
         self._engines, self._config = engines, config
         self._kinds = frozenset(kinds)
-        self._metrics = metrics or Metrics()
+        self.metrics = metrics or Metrics()  # what reviews count into; the app serves it
         self._clock = clock
 
     def review(
@@ -142,7 +142,7 @@ class Reviewer:
         namespace = request.get("namespace") or None
         split = self._split(evaluation.findings, namespace)
         for result in evaluation.results:
-            self._metrics.inc(RESULTS, (result.policy, result.rule, result.result.value))
+            self.metrics.inc(RESULTS, (result.policy, result.rule, result.result.value))
         deny_errors = bool(split.errors) and self._config.on_error is OnError.DENY
         response: AdmissionResponse = {"uid": request["uid"], "allowed": not (split.denied or deny_errors)}
         ref = _ref(evaluation.ref, request)
@@ -157,7 +157,7 @@ class Reviewer:
         if annotations := split.annotations():
             response["auditAnnotations"] = annotations
         if split.errors:
-            self._metrics.inc(ERRORS, ("error", "denied" if deny_errors else "allowed"))
+            self.metrics.inc(ERRORS, ("error", "denied" if deny_errors else "allowed"))
         decision = "denied" if not response["allowed"] else "warned" if lines else "allowed"
         failing = [
             messages.finding_id(f) for f in (*split.denied, *split.warned, *split.audited, *split.errors)
@@ -192,7 +192,7 @@ class Reviewer:
         else:
             response["warnings"] = [f"kubegap: {what}; allowed (webhook onError: allow)"]
         response["auditAnnotations"] = {"error": cause}
-        self._metrics.inc(ERRORS, (cause, "denied" if deny else "allowed"))
+        self.metrics.inc(ERRORS, (cause, "denied" if deny else "allowed"))
         outcome = Outcome(answer(response), "denied" if deny else "warned")
         return self._finish(request, outcome, started, cause, failing=())
 
@@ -206,8 +206,8 @@ class Reviewer:
     ) -> Outcome:
         elapsed = self._clock() - started
         gvk = request["kind"]
-        self._metrics.inc(REQUESTS, (outcome.decision, gvk["kind"], request["operation"]))
-        self._metrics.observe(DURATION, elapsed)
+        self.metrics.inc(REQUESTS, (outcome.decision, gvk["kind"], request["operation"]))
+        self.metrics.observe(DURATION, elapsed)
         record = {
             "uid": request["uid"],
             "kind": f"{gvk['group']}/{gvk['version']}/{gvk['kind']}".lstrip("/"),

@@ -48,7 +48,8 @@ def build_reviewer(settings: Settings, metrics: Metrics) -> Reviewer:
 def create_app(
     settings: Settings, reviewer: Reviewer | None = None, state: ServerState | None = None
 ) -> Flask:
-    state = state or ServerState()
+    """The webhook app; `reviewer` replaces the one built from `settings` (its metrics are served)."""
+    state = state or ServerState(metrics=reviewer.metrics if reviewer else Metrics())
     reviewer = reviewer or build_reviewer(settings, state.metrics)
     app = Flask("kubegap.webhook")
 
