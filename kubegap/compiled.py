@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,8 @@ class CompiledPolicy:
     applies_to: Program | None
     variables: tuple[tuple[Variable, Program], ...]
     validations: tuple[CompiledValidation, ...]
+    # ids of the programs that read `variables`: only they need the activation that carries them
+    variable_users: frozenset[int] = frozenset()
 
 
 def _compile(backend: Backend, policy: Policy, where: str, source: str | None) -> Program | None:
@@ -108,9 +111,28 @@ def compile_policies(
                 applies_to=_compile(backend, policy, "appliesTo", policy.applies_to),
                 variables=variables,
                 validations=validations,
+                variable_users=_variable_users(validations),
             )
         )
     return out
+
+
+def _variable_users(validations: Sequence[CompiledValidation]) -> frozenset[int]:
+    users = set()
+    for v in validations:
+        spec = v.validation
+        for program, source in (
+            (v.expression, spec.expression),
+            (v.applies_to, spec.applies_to),
+            (v.message_expression, spec.message_expression),
+            (v.field_path, spec.field_path_expression),
+        ):
+            if program is not None and source is not None and _VARIABLES.search(source):
+                users.add(id(program))
+    return frozenset(users)
+
+
+_VARIABLES = re.compile(r"\bvariables\b")
 
 
 def _must(program: Program | None) -> Program:

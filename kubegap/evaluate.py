@@ -40,6 +40,37 @@ def _expressions(policy: Policy) -> Iterator[str]:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """Policies whose parameter names do not clash, so one activation can carry all their parameters."""
+
+    params: Mapping[str, Any]
+    text: Mapping[str, str]
+    reads_object: bool
+
+
+def _groups(policies: Sequence[CompiledPolicy], readers: frozenset[str]) -> dict[int, _Group]:
+    """Each compiled policy's group (keyed by id): the first group whose parameters it does not clash with."""
+    members: list[list[CompiledPolicy]] = []
+    for policy in policies:
+        home = next(
+            (g for g in members if not any(set(policy.cel_params) & set(o.cel_params) for o in g)), None
+        )
+        if home is None:
+            members.append([policy])
+        else:
+            home.append(policy)
+    out: dict[int, _Group] = {}
+    for group in members:
+        shared = _Group(
+            {k: v for p in group for k, v in p.cel_params.items()},
+            {k: v for p in group for k, v in p.params_text.items()},
+            any(p.policy.id in readers for p in group),
+        )
+        out.update({id(p): shared for p in group})
+    return out
+
+
 class DeadlineExceeded(KubegapError):
     """Evaluation ran past its deadline (the webhook's share of the API server's timeout)."""
 
@@ -83,12 +114,31 @@ class _Run:
     facts: ObjectFacts
     deadline: float | None
     converted: dict[int, Any] = field(default_factory=dict)
+    activations: dict[tuple[int, int], tuple[dict[str, Any], Any]] = field(default_factory=dict)
 
     def convert(self, value: Any) -> Any:
         key = id(value)
         if key not in self.converted:
             self.converted[key] = self.engine.backend.convert(value)
         return self.converted[key]
+
+    def activation(self, group: _Group, unit: Unit) -> tuple[dict[str, Any], Any]:
+        """The unit's bindings and CEL activation, shared by the policies of one group: cel-expr converts
+        an activation's values on first use, so sharing it converts a container's facts once, not once
+        per policy (the bulk of evaluation time)."""
+        key = (id(group), id(unit))
+        if key not in self.activations:
+            bindings = {
+                "facts": self.facts.facts,
+                "params": group.params,
+                "paramsText": group.text,
+                **unit.bindings,
+            }
+            if group.reads_object:  # unread, a deep object need not be converted
+                bindings["object"] = self.obj
+            converted = {name: self.convert(value) for name, value in bindings.items()}
+            self.activations[key] = (converted, self.engine.backend.activation(converted))
+        return self.activations[key]
 
     def finding(
         self,
@@ -127,16 +177,8 @@ class _UnitState:
 
     def __init__(self, run: _Run, policy: CompiledPolicy, unit: Unit) -> None:
         self.run, self.policy, self.unit = run, policy, unit
-        bindings = {
-            "facts": run.facts.facts,
-            "params": policy.cel_params,
-            "paramsText": policy.params_text,
-            **unit.bindings,
-        }
-        if policy.policy.id in run.engine.object_readers:  # unread, a deep object need not be converted
-            bindings["object"] = run.obj
-        self.bindings = {name: run.convert(value) for name, value in bindings.items()}
-        self.activation = run.engine.backend.activation(self.bindings)
+        self.bindings, self.base = run.activation(run.engine.group_of[id(policy)], unit)
+        self.activation = self.base
         self.variable_error: str | None = None
         self._variables_done = False
         self._policy_applies: bool | None = None
@@ -151,7 +193,11 @@ class _UnitState:
         return program is None or self.check(program) is True
 
     def check(self, program: Any) -> Any:
+        if id(program) not in self.policy.variable_users:
+            return program(self.base)  # the activation shared with the other policies of the group
         self.ensure_variables()
+        if self.variable_error:
+            raise CelError(self.variable_error)
         return program(self.activation)
 
     def ensure_variables(self) -> None:
@@ -163,12 +209,12 @@ class _UnitState:
             if variable.scope != self.unit.scope:
                 continue
             try:
-                values[variable.name] = program(self.activation)
+                values[variable.name] = program(self.base)
             except CelError as err:
                 self.variable_error = f"variable {variable.name}: {err}"
                 return
-        if values:
-            self.bindings["variables"] = self.run.engine.backend.convert(values)
+        if values:  # this policy's own activation from here on: its variables are its own
+            self.bindings = {**self.bindings, "variables": self.run.engine.backend.convert(values)}
             self.activation = self.run.engine.backend.activation(self.bindings)
 
     def exemption(self) -> tuple[str | None, list[str]]:
@@ -198,10 +244,11 @@ class Engine:
         self.backend = backend
         # Only the raw object reaches CEL unchecked (facts are built by kubegap), so its depth is bounded
         # only when some expression reads it: a cost that clean policy sets do not pay per object.
-        self.object_readers = frozenset(
+        readers = frozenset(
             c.policy.id for c in policies if any(_OBJECT.search(text) for text in _expressions(c.policy))
         )
-        self.reads_object = bool(self.object_readers)
+        self.reads_object = bool(readers)
+        self.group_of = _groups(self.compiled, readers)
 
     def evaluate(
         self, obj: Mapping[str, Any], context: Context | None = None, deadline: float | None = None
@@ -299,8 +346,6 @@ def _error(
 
 def _judge(run: _Run, policy: CompiledPolicy, validation: CompiledValidation, state: _UnitState) -> Finding:
     unit = state.unit
-    if state.variable_error:
-        return _error(run, policy, validation, unit, state.variable_error)
     try:
         verdict = state.check(validation.expression)
     except CelError as err:

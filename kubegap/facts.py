@@ -180,9 +180,9 @@ def _container(
         "gpus": sum(n for r, n in counts.items() if scratch.catalogue.is_gpu(r)),
         "accelerators": sum(n for r, n in counts.items() if scratch.catalogue.is_accelerator(r)),
         "env": {v.name: v.value for v in resolved},
-        "envList": [{"name": v.name, "value": v.value, "path": render(v.path)} for v in resolved],
         "envNames": sorted(environment.variables),
         "envPaths": {v.name: render(v.path) for v in environment.variables.values()},
+        "envNamesText": "\n".join(sorted(environment.variables)),  # one per line, for `globs` params
         "unresolved": unresolved,
         "unresolvedText": "; ".join(unresolved),
         "startupProbe": _probe(container.spec, "startupProbe") is not None,
@@ -220,6 +220,7 @@ def _template(template: PodTemplate, containers: list[dict[str, Any]]) -> dict[s
         "acceleratorsPerPod": sum(c["accelerators"] for c in containers),
         "annotations": {str(k): str(v) for k, v in _mapping(metadata.get("annotations")).items()},
         "resourceNames": names,
+        "resourceNamesText": "\n".join(names),  # one per line, for `globs` params
         "hostNetwork": spec.get("hostNetwork") is True,
         "resourceClaims": len(claims) if isinstance(claims, list) else 0,
     }

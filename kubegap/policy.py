@@ -92,11 +92,12 @@ def param_text(param: Param, value: Any) -> str:
 
 
 def cel_value(param_type: str, value: Any) -> Any:
-    """What CEL sees: globs become one anchored RE2 pattern, tested with `name.matches(params.x)`, so no
-    per-call Python function is needed (cel-expr leaks memory on every custom-function call)."""
+    """What CEL sees: globs become one RE2 pattern anchored per line, tested with `name.matches(params.x)`
+    or, for many names at once, against a text of one name per line (the `...Text` facts): one regular
+    expression run instead of one per name, and no Python callback (cel-expr leaks memory on each)."""
     if param_type != "globs":
         return value
-    return "^(?:" + "|".join(glob_pattern(g) for g in value) + ")$"
+    return "(?m)^(?:" + "|".join(glob_pattern(g) for g in value) + ")$"
 
 
 def glob_pattern(glob: str) -> str:

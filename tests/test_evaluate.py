@@ -234,7 +234,8 @@ variables:
         - name: uses-variable
           expression: "size(variables.names) == 0"
           fieldPathExpression: "container.path"
-        - {name: broken-variable, scope: workload, expression: "true"}
+        - {name: broken-variable, scope: workload, expression: "variables.broken == 1"}
+        - {name: independent, scope: workload, expression: "true"}
         """,
         extra=extra,
     )
@@ -248,7 +249,9 @@ variables:
     assert by_rule[("uses-variable", "Worker", "pytorch")].result is Result.PASS
     broken = by_rule[("broken-variable", None, None)]
     assert broken.result is Result.ERROR
-    assert broken.message.startswith("variable broken: ")
+    # as in ValidatingAdmissionPolicy, a variable is evaluated only for the expressions that read it
+    assert by_rule[("independent", None, None)].result is Result.PASS
+    assert broken.message.startswith("evaluation failed: variable broken: ")
 
 
 EXEMPT = policy_text("probe", "container", '- {name: check, expression: "false"}')
