@@ -94,6 +94,18 @@ class Finding:
     # Where a value could not be seen (Secret, ConfigMap not in the input): listed, never silently a pass.
     unresolved: tuple[str, ...] = ()
 
+    def where(self) -> str:
+        """`role R, container C` (what is there of it): how every report names the place in a workload."""
+        parts = [
+            f"role {self.role}" if self.role else "",
+            f"container {self.container}" if self.container else "",
+        ]
+        return ", ".join(p for p in parts if p)
+
+    def subject(self) -> str:
+        """`Kind/namespace/name, role R, container C`; empty for an unreadable document."""
+        return ", ".join(p for p in (self.object.display() if self.object.kind else "", self.where()) if p)
+
     def located(
         self, file: str | None, document: int | None, line: int | None, column: int | None
     ) -> Finding:

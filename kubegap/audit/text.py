@@ -60,9 +60,7 @@ def _findings(out: TextIO, findings: Iterable[Finding]) -> None:
     for f in findings:
         count += 1
         label = f.severity.value if f.result is Result.FAIL else f.result.value
-        where = ", ".join(
-            x for x in (f.role and f"role {f.role}", f.container and f"container {f.container}") if x
-        )
+        where = f.where()
         out.write(
             f"  {label:<8} {f.policy}/{f.rule}  {f.object.display()}{f'  ({where})' if where else ''}\n"
         )

@@ -162,12 +162,7 @@ def _case_name(finding: Finding) -> str:
         return f"{finding.rule} document {finding.document if finding.document is not None else 0}" + (
             f" in {finding.file}" if finding.file else ""
         )
-    subject = [ref.display()]
-    if finding.role:
-        subject.append(f"role {finding.role}")
-    if finding.container:
-        subject.append(f"container {finding.container}")
-    name = f"{finding.rule} {', '.join(subject)}"
+    name = f"{finding.rule} {finding.subject()}"
     return name + (f" in {finding.file}" if finding.file else "")
 
 

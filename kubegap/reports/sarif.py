@@ -137,17 +137,8 @@ def _message(finding: Finding) -> str:
     text = finding.message or f"{finding.policy}/{finding.rule} failed"
     if finding.result is Result.ERROR:
         text = f"evaluation error: {text}"
-    subject = _subject(finding)
+    subject = finding.subject()
     return f"{text} [{subject}]" if subject else text
-
-
-def _subject(finding: Finding) -> str:
-    parts = [finding.object.display()] if finding.object.kind else []
-    if finding.role:
-        parts.append(f"role {finding.role}")
-    if finding.container:
-        parts.append(f"container {finding.container}")
-    return ", ".join(parts)
 
 
 def _reason(finding: Finding) -> str:

@@ -15,19 +15,10 @@ def _where(finding: Finding) -> str:
     return f"{finding.line}:{finding.column or 1}"
 
 
-def _subject(finding: Finding) -> str:
-    parts = [finding.object.display()] if finding.object.kind else []
-    if finding.role:
-        parts.append(f"role {finding.role}")
-    if finding.container:
-        parts.append(f"container {finding.container}")
-    return ", ".join(parts)
-
-
 def _block(finding: Finding) -> list[str]:
     label = finding.severity.value if finding.result is Result.FAIL else finding.result.value
     head = f"  {_where(finding):>8}  {label:<8} {finding.policy}/{finding.rule}"
-    subject = _subject(finding)
+    subject = finding.subject()
     lines = [head + (f"  {subject}" if subject else ""), f"            {finding.message}"]
     if finding.path:
         lines.append(f"            at {finding.path}")

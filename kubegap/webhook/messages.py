@@ -53,12 +53,7 @@ def denial(ref: ObjectRef, denied: Sequence[Finding], reasons: Sequence[str] = (
 
 
 def _item(finding: Finding) -> str:
-    location = []
-    if finding.role:
-        location.append(f"role {finding.role}")
-    if finding.container:
-        location.append(f"container {finding.container}")
-    at = f" ({', '.join(location)})" if location else ""
+    at = f" ({finding.where()})" if finding.where() else ""
     fix = f" Fix: {finding.remediation.strip()}" if finding.remediation.strip() else ""
     text = f"[{finding.severity.value}] {finding_id(finding)}{at}: {finding.message.strip()}{fix}"
     return _cut_bytes(" ".join(text.split()), MAX_ITEM_BYTES)
