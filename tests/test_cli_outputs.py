@@ -76,3 +76,13 @@ def test_an_unwritable_output_is_a_usage_error(tmp_path: Path) -> None:
     job.write_text(FAILING, "utf-8")
     (tmp_path / "file").write_text("", "utf-8")
     assert run(["lint", str(job), "--output", f"sarif={tmp_path / 'file' / 'k.sarif'}"])[0] == 2
+
+
+def test_text_output_escapes_control_characters(tmp_path: Path) -> None:
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(FAILING.replace("name: pretrain", 'name: "pre\\x1b[2Jtrain"'), "utf-8")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["lint", str(manifest)])
+    assert "\x1b" not in out.getvalue()
+    assert "pre\\x1b[2Jtrain" in out.getvalue()

@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
+import io
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import TextIO
+from typing import TextIO, cast
 
 from kubegap.audit.coverage import Coverage
 from kubegap.audit.runner import AuditResult, Offender
 from kubegap.findings import Finding, Result, Severity
-from kubegap.reports.text import summary_line
+from kubegap.reports.text import printable, summary_line
 
 _RANKS = {s.value: s.rank for s in Severity}
 
 
+class _Printable(io.TextIOBase):
+    """Escapes control characters from cluster data (names, env values) on their way to a terminal."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+
+    def write(self, text: str) -> int:
+        return self._out.write(printable(text))
+
+
 def write(out: TextIO, result: AuditResult, cluster: str = "") -> None:
+    out = cast(TextIO, _Printable(out))
     out.write(f"kubegap audit{f' of {cluster}' if cluster else ''}\n\n")
     _rules(out, result)
     _offenders(out, result.offenders)

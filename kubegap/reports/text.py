@@ -3,10 +3,19 @@ rule, the message and the fix; then one summary line."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from itertools import groupby
 
 from kubegap.findings import Finding, Result, Severity, Summary
+
+_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # all but the newline
+
+
+def printable(text: str) -> str:
+    """Manifest text made safe for a terminal: control characters (an ESC sequence in an object name or an
+    env value) are shown escaped instead of being obeyed."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _where(finding: Finding) -> str:
@@ -22,6 +31,7 @@ def _block(finding: Finding) -> list[str]:
     lines = [head + (f"  {subject}" if subject else ""), f"            {finding.message}"]
     if finding.path:
         lines.append(f"            at {finding.path}")
+    lines = [printable(line) for line in lines]
     if finding.result is not Result.SKIP and finding.remediation:
         lines.append(f"            fix: {finding.remediation}")
     return lines
@@ -34,7 +44,7 @@ def _order(finding: Finding) -> tuple[str, int, int, str, str]:
 def render(findings: Sequence[Finding], summary: Summary) -> str:
     out: list[str] = []
     for file, group in groupby(sorted(findings, key=_order), key=lambda f: f.file or ""):
-        out.append(file or "(no file)")
+        out.append(printable(file) or "(no file)")
         for finding in group:
             out.extend(_block(finding))
         out.append("")
@@ -42,7 +52,10 @@ def render(findings: Sequence[Finding], summary: Summary) -> str:
         out.append(
             "values kubegap could not see (a rule that needs one fails; a rule that forbids one passes):"
         )
-        out += [f"  {name}: {'; '.join(sources)}" for name, sources in sorted(summary.unresolved.items())]
+        out += [
+            printable(f"  {name}: {'; '.join(sources)}")
+            for name, sources in sorted(summary.unresolved.items())
+        ]
         out.append("")
     out.append(summary_line(summary))
     return "\n".join(out) + "\n"
