@@ -254,6 +254,8 @@ def _checkpoint(
     if intervals:
         out["interval"] = _seconds(*max(intervals, key=lambda t: t[0]))
     # Only what the accelerator containers could not see can hide a checkpoint knob; a sidecar's is noise.
+    if trainers:  # where a missing interval would be written: the first training container
+        out["trainerPath"] = trainers[0]["path"]
     unseen = (u for c in trainers for u in c["unresolved"])
     out["unresolvedText"] = "; ".join(dict.fromkeys(unseen))
     if steps:
