@@ -7,7 +7,6 @@ never a pass; an exempted evaluation is a `skip` with the reason.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,60 +14,18 @@ from typing import Any
 
 from kubegap import facts as facts_module
 from kubegap import knobs
+from kubegap.activation import OBJECT, Run, UnitState, expressions, groups
 from kubegap.cel import Backend, CelError
 from kubegap.compiled import CompiledPolicy, CompiledValidation, compile_policies
 from kubegap.config import Settings
 from kubegap.errors import KubegapError
-from kubegap.facts import ObjectFacts, Unit
+from kubegap.facts import Unit
 from kubegap.fieldpath import render
 from kubegap.findings import Finding, ObjectRef, Result, Severity
-from kubegap.policy import EXEMPTION_PREFIX, EXEMPTION_REASON, INVALID_DECLARATION, Policy
+from kubegap.policy import EXEMPTION_PREFIX, EXEMPTION_REASON, INVALID_DECLARATION
 from kubegap.workloads import kind_info, workload_of
 
 MAX_DEPTH = 100  # cel-expr crashes on objects nested thousands deep; manifests never need a hundred
-
-
-_OBJECT = re.compile(r"\bobject\b")
-
-
-def _expressions(policy: Policy) -> Iterator[str]:
-    yield from (e for e in (policy.applies_to,) if e)
-    yield from (v.expression for v in policy.variables)
-    for v in policy.validations:
-        yield from (
-            e for e in (v.expression, v.applies_to, v.message_expression, v.field_path_expression) if e
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class _Group:
-    """Policies whose parameter names do not clash, so one activation can carry all their parameters."""
-
-    params: Mapping[str, Any]
-    text: Mapping[str, str]
-    reads_object: bool
-
-
-def _groups(policies: Sequence[CompiledPolicy], readers: frozenset[str]) -> dict[int, _Group]:
-    """Each compiled policy's group (keyed by id): the first group whose parameters it does not clash with."""
-    members: list[list[CompiledPolicy]] = []
-    for policy in policies:
-        home = next(
-            (g for g in members if not any(set(policy.cel_params) & set(o.cel_params) for o in g)), None
-        )
-        if home is None:
-            members.append([policy])
-        else:
-            home.append(policy)
-    out: dict[int, _Group] = {}
-    for group in members:
-        shared = _Group(
-            {k: v for p in group for k, v in p.cel_params.items()},
-            {k: v for p in group for k, v in p.params_text.items()},
-            any(p.policy.id in readers for p in group),
-        )
-        out.update({id(p): shared for p in group})
-    return out
 
 
 class DeadlineExceeded(KubegapError):
@@ -104,136 +61,6 @@ def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
-@dataclass(slots=True)
-class _Run:
-    """One object under evaluation: caches shared by every policy."""
-
-    engine: Engine
-    obj: Mapping[str, Any]
-    ref: ObjectRef
-    facts: ObjectFacts
-    deadline: float | None
-    converted: dict[int, Any] = field(default_factory=dict)
-    activations: dict[tuple[int, int], tuple[dict[str, Any], Any]] = field(default_factory=dict)
-
-    def convert(self, value: Any) -> Any:
-        key = id(value)
-        if key not in self.converted:
-            self.converted[key] = self.engine.backend.convert(value)
-        return self.converted[key]
-
-    def activation(self, group: _Group, unit: Unit) -> tuple[dict[str, Any], Any]:
-        """The unit's bindings and CEL activation, shared by the policies of one group: cel-expr converts
-        an activation's values on first use, so sharing it converts a container's facts once, not once
-        per policy (the bulk of evaluation time)."""
-        key = (id(group), id(unit))
-        if key not in self.activations:
-            bindings = {
-                "facts": self.facts.facts,
-                "params": group.params,
-                "paramsText": group.text,
-                **unit.bindings,
-            }
-            if group.reads_object:  # unread, a deep object need not be converted
-                bindings["object"] = self.obj
-            converted = {name: self.convert(value) for name, value in bindings.items()}
-            self.activations[key] = (converted, self.engine.backend.activation(converted))
-        return self.activations[key]
-
-    def finding(
-        self,
-        policy: Policy,
-        rule: str,
-        severity: Severity,
-        result: Result,
-        message: str,
-        unit: Unit | None,
-        path: str | None,
-        remediation: str,
-    ) -> Finding:
-        return Finding(
-            policy=policy.id,
-            rule=rule,
-            severity=severity,
-            result=result,
-            message=message,
-            remediation=remediation,
-            object=self.ref,
-            role=unit.role if unit else None,
-            container=unit.container if unit else None,
-            path=path,
-            unresolved=tuple(_unresolved(unit, self.facts)),
-        )
-
-
-def _unresolved(unit: Unit | None, facts: ObjectFacts) -> list[str]:
-    if unit is not None and "container" in unit.bindings:
-        return list(unit.bindings["container"]["unresolved"])
-    return list(facts.unresolved) if unit is not None and unit.scope == "workload" else []
-
-
-class _UnitState:
-    """A policy's view of one unit: its CEL activation, applicability, exemption and variables."""
-
-    def __init__(self, run: _Run, policy: CompiledPolicy, unit: Unit) -> None:
-        self.run, self.policy, self.unit = run, policy, unit
-        self.bindings, self.base = run.activation(run.engine.group_of[id(policy)], unit)
-        self.activation = self.base
-        self.variable_error: str | None = None
-        self._variables_done = False
-        self._policy_applies: bool | None = None
-
-    def policy_applies(self) -> bool:
-        """The policy's own appliesTo, once per unit (every validation of the unit asks)."""
-        if self._policy_applies is None:
-            self._policy_applies = self.applies(self.policy.applies_to)
-        return self._policy_applies
-
-    def applies(self, program: Any) -> bool:
-        return program is None or self.check(program) is True
-
-    def check(self, program: Any) -> Any:
-        if id(program) not in self.policy.variable_users:
-            return program(self.base)  # the activation shared with the other policies of the group
-        self.ensure_variables()
-        if self.variable_error:
-            raise CelError(self.variable_error)
-        return program(self.activation)
-
-    def ensure_variables(self) -> None:
-        if self._variables_done:
-            return
-        self._variables_done = True
-        values: dict[str, Any] = {}
-        for variable, program in self.policy.variables:
-            if variable.scope != self.unit.scope:
-                continue
-            try:
-                values[variable.name] = program(self.base)
-            except CelError as err:
-                self.variable_error = f"variable {variable.name}: {err}"
-                return
-        if values:  # this policy's own activation from here on: its variables are its own
-            self.bindings = {**self.bindings, "variables": self.run.engine.backend.convert(values)}
-            self.activation = self.run.engine.backend.activation(self.bindings)
-
-    def exemption(self) -> tuple[str | None, list[str]]:
-        """(the nearest reason, paths of blank exemptions): a blank reason exempts nothing (RULES.md §3),
-        and it does not hide a reasoned exemption further out."""
-        key = EXEMPTION_PREFIX + self.policy.policy.id
-        reason: str | None = None
-        blanks: list[str] = []
-        for path, notes in self.unit.annotations:
-            if key in notes:
-                value = notes[key]  # `key:` with no value is null in YAML: as blank as ""
-                text = "" if value is None else str(value).strip()
-                if not text:
-                    blanks.append(render((*path, key)))
-                elif reason is None:
-                    reason = text
-        return reason, blanks
-
-
 class Engine:
     def __init__(
         self, policies: Sequence[CompiledPolicy], catalogue: knobs.Catalogue, backend: Backend
@@ -245,10 +72,10 @@ class Engine:
         # Only the raw object reaches CEL unchecked (facts are built by kubegap), so its depth is bounded
         # only when some expression reads it: a cost that clean policy sets do not pay per object.
         readers = frozenset(
-            c.policy.id for c in policies if any(_OBJECT.search(text) for text in _expressions(c.policy))
+            c.policy.id for c in policies if any(OBJECT.search(text) for text in expressions(c.policy))
         )
         self.reads_object = bool(readers)
-        self.group_of = _groups(self.compiled, readers)
+        self.group_of = groups(self.compiled, readers)
 
     def evaluate(
         self, obj: Mapping[str, Any], context: Context | None = None, deadline: float | None = None
@@ -277,7 +104,7 @@ class Engine:
                 return Evaluation(ref, False, ())
             configmaps = context.configmaps if context else {}
             gathered = facts_module.gather(obj, workload, self.catalogue, configmaps)
-        run = _Run(self, obj, ref, gathered, deadline)
+        run = Run(self.backend, self.group_of, obj, ref, gathered, deadline)
         results: list[Finding] = []
         for policy in self.compiled:
             if deadline is not None and time.monotonic() > deadline:
@@ -286,15 +113,15 @@ class Engine:
         return Evaluation(ref, True, tuple(results))
 
 
-def _evaluate_policy(run: _Run, policy: CompiledPolicy) -> Iterator[Finding]:
-    states: dict[int, _UnitState] = {}
+def _evaluate_policy(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
+    states: dict[int, UnitState] = {}
     applied = False
     blank_exemptions: set[str] = set()
     for validation in policy.validations:
         for unit in run.facts.units.get(validation.validation.scope, ()):
             state = states.get(id(unit))
             if state is None:
-                state = states[id(unit)] = _UnitState(run, policy, unit)
+                state = states[id(unit)] = UnitState(run, policy, unit)
             try:
                 if not state.policy_applies():
                     continue
@@ -330,7 +157,7 @@ def _default_path(unit: Unit) -> str | None:
 
 
 def _error(
-    run: _Run, policy: CompiledPolicy, validation: CompiledValidation, unit: Unit, message: str
+    run: Run, policy: CompiledPolicy, validation: CompiledValidation, unit: Unit, message: str
 ) -> Finding:
     return run.finding(
         policy.policy,
@@ -344,7 +171,7 @@ def _error(
     )
 
 
-def _judge(run: _Run, policy: CompiledPolicy, validation: CompiledValidation, state: _UnitState) -> Finding:
+def _judge(run: Run, policy: CompiledPolicy, validation: CompiledValidation, state: UnitState) -> Finding:
     unit = state.unit
     try:
         verdict = state.check(validation.expression)
@@ -375,7 +202,7 @@ def _judge(run: _Run, policy: CompiledPolicy, validation: CompiledValidation, st
     )
 
 
-def _text(state: _UnitState, program: Any, fallback: str | None) -> Any:
+def _text(state: UnitState, program: Any, fallback: str | None) -> Any:
     if program is None:
         return fallback
     try:
@@ -385,7 +212,7 @@ def _text(state: _UnitState, program: Any, fallback: str | None) -> Any:
     return value if isinstance(value, str) else fallback
 
 
-def _engine_rules(run: _Run, policy: CompiledPolicy, blank_exemptions: set[str]) -> Iterator[Finding]:
+def _engine_rules(run: Run, policy: CompiledPolicy, blank_exemptions: set[str]) -> Iterator[Finding]:
     """Rules every policy carries: unreadable declarations it reads, exemptions without a reason."""
     remediation = "Write the value as a Go duration such as 90s, 10m or 1h30m."
     for bad in run.facts.invalid:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubegap import argv, durations, env, jobs, nodes, readings
+from kubegap import argv, durations, env, jobs, mpi, nodes, readings
 from kubegap.fieldpath import FieldPath, render
 from kubegap.knobs import Catalogue
 from kubegap.quantities import count
@@ -117,43 +117,12 @@ def _liveness(spec: Mapping[str, Any], base: FieldPath) -> dict[str, Any] | None
     }
 
 
-@dataclass(frozen=True, slots=True)
-class _Launch:
-    """What mpirun/mpiexec in any container hands to every rank (RULES.md §1)."""
-
-    forwarded: list[env.Variable]  # `-x NAME=VALUE` and `-x NAME`
-    readings: list[readings.Reading]  # the ranks' own flags, written on the launcher's command line
-
-
-def _launch(scratch: _Scratch, workload: Workload, parsed: Mapping[int, argv.CommandLine]) -> _Launch:
-    launch = _Launch([], [])
-    for template in workload.templates:
-        for container in template.containers:
-            cmd = parsed[id(container)]
-            if not cmd.launches_mpi:
-                continue
-            ns, cms = scratch.namespace, scratch.configmaps
-            for item in cmd.forwarded:
-                value = item.value
-                if value is None:  # `-x NAME`: the launcher's value, as exported before mpirun ran
-                    earlier = [a for a in cmd.env if a.position < item.position]
-                    value = env.resolve(container.spec, container.path, ns, cms, earlier).value(item.name)
-                source = f"mpirun -x in {container.name or 'container'}"
-                launch.forwarded.append(env.Variable(item.name, value, (*container.path, *item.path), source))
-            own = env.resolve(container.spec, container.path, ns, cms, cmd.env)
-            found, _ = readings.container_readings(
-                scratch.catalogue, cmd, own, container.path, argv_only=True
-            )
-            launch.readings.extend(found)
-    return launch
-
-
 def _container(
     scratch: _Scratch,
     template: PodTemplate,
     container: Container,
     cmd: argv.CommandLine,
-    launch: _Launch | None,
+    launch: mpi.Launch | None,
 ) -> tuple[dict[str, Any], list[readings.Reading]]:
     """Facts of one container; `launch` is what an MPI launcher hands it (None unless in a GPU pod)."""
     forwarded = launch.forwarded if launch else []
@@ -279,7 +248,7 @@ def gather(
     metadata = _mapping(obj.get("metadata"))
     scratch = _Scratch(catalogue, str(metadata.get("namespace") or "default"), configmaps, metadata)
     parsed = {id(c): argv.tokenize(c.spec) for t in workload.templates for c in t.containers}
-    launch = _launch(scratch, workload, parsed)
+    launch = mpi.launch(workload, parsed, catalogue, scratch.namespace, configmaps)
     templates: list[Unit] = []
     containers: list[Unit] = []
     per_template: list[tuple[PodTemplate, list[readings.Reading]]] = []

@@ -1,0 +1,193 @@
+"""One object's evaluation state: the CEL activations its units share, and each policy's view of a unit.
+
+cel-expr converts an activation's values on first use, and that conversion is most of the time CEL
+takes: policies whose parameter names do not clash share one activation per unit, so a container's facts
+are converted once, not once per policy.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubegap.cel import Backend, CelError
+from kubegap.compiled import CompiledPolicy
+from kubegap.facts import ObjectFacts, Unit
+from kubegap.fieldpath import render
+from kubegap.findings import Finding, ObjectRef, Result, Severity
+from kubegap.policy import EXEMPTION_PREFIX, Policy
+
+OBJECT = re.compile(r"\bobject\b")
+
+
+def expressions(policy: Policy) -> Iterator[str]:
+    yield from (e for e in (policy.applies_to,) if e)
+    yield from (v.expression for v in policy.variables)
+    for v in policy.validations:
+        yield from (
+            e for e in (v.expression, v.applies_to, v.message_expression, v.field_path_expression) if e
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """Policies whose parameter names do not clash, so one activation can carry all their parameters."""
+
+    params: Mapping[str, Any]
+    text: Mapping[str, str]
+    reads_object: bool
+
+
+def groups(policies: Sequence[CompiledPolicy], readers: frozenset[str]) -> dict[int, Group]:
+    """Each compiled policy's group (keyed by id): the first group whose parameters it does not clash with."""
+    members: list[list[CompiledPolicy]] = []
+    for policy in policies:
+        home = next(
+            (g for g in members if not any(set(policy.cel_params) & set(o.cel_params) for o in g)), None
+        )
+        if home is None:
+            members.append([policy])
+        else:
+            home.append(policy)
+    out: dict[int, Group] = {}
+    for group in members:
+        shared = Group(
+            {k: v for p in group for k, v in p.cel_params.items()},
+            {k: v for p in group for k, v in p.params_text.items()},
+            any(p.policy.id in readers for p in group),
+        )
+        out.update({id(p): shared for p in group})
+    return out
+
+
+@dataclass(slots=True)
+class Run:
+    """One object under evaluation: caches shared by every policy."""
+
+    backend: Backend
+    group_of: Mapping[int, Group]  # compiled policy id -> its group
+    obj: Mapping[str, Any]
+    ref: ObjectRef
+    facts: ObjectFacts
+    deadline: float | None
+    converted: dict[int, Any] = field(default_factory=dict)
+    activations: dict[tuple[int, int], tuple[dict[str, Any], Any]] = field(default_factory=dict)
+
+    def convert(self, value: Any) -> Any:
+        key = id(value)
+        if key not in self.converted:
+            self.converted[key] = self.backend.convert(value)
+        return self.converted[key]
+
+    def activation(self, group: Group, unit: Unit) -> tuple[dict[str, Any], Any]:
+        """The unit's bindings and CEL activation, shared by the policies of one group: cel-expr converts
+        an activation's values on first use, so sharing it converts a container's facts once, not once
+        per policy (the bulk of evaluation time)."""
+        key = (id(group), id(unit))
+        if key not in self.activations:
+            bindings = {
+                "facts": self.facts.facts,
+                "params": group.params,
+                "paramsText": group.text,
+                **unit.bindings,
+            }
+            if group.reads_object:  # unread, a deep object need not be converted
+                bindings["object"] = self.obj
+            converted = {name: self.convert(value) for name, value in bindings.items()}
+            self.activations[key] = (converted, self.backend.activation(converted))
+        return self.activations[key]
+
+    def finding(
+        self,
+        policy: Policy,
+        rule: str,
+        severity: Severity,
+        result: Result,
+        message: str,
+        unit: Unit | None,
+        path: str | None,
+        remediation: str,
+    ) -> Finding:
+        return Finding(
+            policy=policy.id,
+            rule=rule,
+            severity=severity,
+            result=result,
+            message=message,
+            remediation=remediation,
+            object=self.ref,
+            role=unit.role if unit else None,
+            container=unit.container if unit else None,
+            path=path,
+            unresolved=tuple(_unresolved(unit, self.facts)),
+        )
+
+
+def _unresolved(unit: Unit | None, facts: ObjectFacts) -> list[str]:
+    if unit is not None and "container" in unit.bindings:
+        return list(unit.bindings["container"]["unresolved"])
+    return list(facts.unresolved) if unit is not None and unit.scope == "workload" else []
+
+
+class UnitState:
+    """A policy's view of one unit: its CEL activation, applicability, exemption and variables."""
+
+    def __init__(self, run: Run, policy: CompiledPolicy, unit: Unit) -> None:
+        self.run, self.policy, self.unit = run, policy, unit
+        self.bindings, self.base = run.activation(run.group_of[id(policy)], unit)
+        self.activation = self.base
+        self.variable_error: str | None = None
+        self._variables_done = False
+        self._policy_applies: bool | None = None
+
+    def policy_applies(self) -> bool:
+        """The policy's own appliesTo, once per unit (every validation of the unit asks)."""
+        if self._policy_applies is None:
+            self._policy_applies = self.applies(self.policy.applies_to)
+        return self._policy_applies
+
+    def applies(self, program: Any) -> bool:
+        return program is None or self.check(program) is True
+
+    def check(self, program: Any) -> Any:
+        if id(program) not in self.policy.variable_users:
+            return program(self.base)  # the activation shared with the other policies of the group
+        self.ensure_variables()
+        if self.variable_error:
+            raise CelError(self.variable_error)
+        return program(self.activation)
+
+    def ensure_variables(self) -> None:
+        if self._variables_done:
+            return
+        self._variables_done = True
+        values: dict[str, Any] = {}
+        for variable, program in self.policy.variables:
+            if variable.scope != self.unit.scope:
+                continue
+            try:
+                values[variable.name] = program(self.base)
+            except CelError as err:
+                self.variable_error = f"variable {variable.name}: {err}"
+                return
+        if values:  # this policy's own activation from here on: its variables are its own
+            self.bindings = {**self.bindings, "variables": self.run.backend.convert(values)}
+            self.activation = self.run.backend.activation(self.bindings)
+
+    def exemption(self) -> tuple[str | None, list[str]]:
+        """(the nearest reason, paths of blank exemptions): a blank reason exempts nothing (RULES.md §3),
+        and it does not hide a reasoned exemption further out."""
+        key = EXEMPTION_PREFIX + self.policy.policy.id
+        reason: str | None = None
+        blanks: list[str] = []
+        for path, notes in self.unit.annotations:
+            if key in notes:
+                value = notes[key]  # `key:` with no value is null in YAML: as blank as ""
+                text = "" if value is None else str(value).strip()
+                if not text:
+                    blanks.append(render((*path, key)))
+                elif reason is None:
+                    reason = text
+        return reason, blanks
