@@ -46,11 +46,7 @@ class CommandLine:
         default_factory=dict
     )  # flag -> (pos, value)
     overrides: tuple[tuple[str, str, Token], ...] = ()
-
-    @property
-    def launches_mpi(self) -> bool:
-        """The command starts ranks with mpirun/mpiexec: its flags are the ranks' flags too."""
-        return any(t.text.rsplit("/", 1)[-1] in _MPI_LAUNCHERS for t in self.tokens)
+    launches_mpi: bool = False  # mpirun/mpiexec starts the ranks: its flags are the ranks' flags too
 
     def flag_values(self, names: frozenset[str]) -> list[tuple[str, str | None, Token]]:
         """(flag, value, token) of the named flags, in command-line order."""
@@ -172,6 +168,7 @@ def tokenize(container: Mapping[str, object]) -> CommandLine:
         tuple(_mpirun_forwards(tokens)),
         {k: tuple(v) for k, v in index.items()},
         tuple(_overrides(tokens)),
+        any(t.text.rsplit("/", 1)[-1] in _MPI_LAUNCHERS for t in tokens),
     )
 
 

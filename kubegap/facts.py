@@ -122,6 +122,7 @@ def _container(
     template: PodTemplate,
     container: Container,
     cmd: argv.CommandLine,
+    counts: Mapping[str, int],
     launch: mpi.Launch | None,
 ) -> tuple[dict[str, Any], list[readings.Reading]]:
     """Facts of one container; `launch` is what an MPI launcher hands it (None unless in a GPU pod)."""
@@ -141,7 +142,6 @@ def _container(
     hidden = [_HIDDEN_FORWARD.format(v.name) for v in forwarded if v.value is None]
     unresolved = list(environment.unresolved) + hidden + [f"{u.source}: {u.reason}" for u in unreadable]
     scratch.unresolved.extend(unresolved)
-    counts = resource_counts(container.spec)
     resolved = [v for v in environment.variables.values() if v.value is not None]
     facts: dict[str, Any] = {
         "name": container.name,
@@ -176,10 +176,12 @@ def _container(
     return facts, found
 
 
-def _template(template: PodTemplate, containers: list[dict[str, Any]]) -> dict[str, Any]:
+def _template(
+    template: PodTemplate, containers: list[dict[str, Any]], counts: Mapping[int, Mapping[str, int]]
+) -> dict[str, Any]:
     spec, metadata = template.spec, template.metadata
     claims = spec.get("resourceClaims")
-    names = sorted({r for c in template.containers for r in resource_counts(c.spec)})
+    names = sorted({r for c in template.containers for r in counts[id(c)]})
     return {
         "role": template.role,
         "path": render(template.path),
@@ -247,7 +249,9 @@ def gather(
 ) -> ObjectFacts:
     metadata = _mapping(obj.get("metadata"))
     scratch = _Scratch(catalogue, str(metadata.get("namespace") or "default"), configmaps, metadata)
-    parsed = {id(c): argv.tokenize(c.spec) for t in workload.templates for c in t.containers}
+    every = [c for t in workload.templates for c in t.containers]
+    parsed = {id(c): argv.tokenize(c.spec) for c in every}  # each container's command line and
+    counts = {id(c): resource_counts(c.spec) for c in every}  # resources, read once
     launch = mpi.launch(workload, parsed, catalogue, scratch.namespace, configmaps)
     templates: list[Unit] = []
     containers: list[Unit] = []
@@ -260,18 +264,19 @@ def gather(
             (("metadata", "annotations"), _mapping(metadata.get("annotations"))),
         )
         pod_gpus = sum(
-            n for c in template.containers for r, n in resource_counts(c.spec).items() if catalogue.is_gpu(r)
+            n for c in template.containers for r, n in counts[id(c)].items() if catalogue.is_gpu(r)
         )
         own: list[dict[str, Any]] = []
         found_here: list[readings.Reading] = []  # of accelerator containers: they run the training
         for container in template.containers:
             reach = launch if pod_gpus > 0 else None
-            facts, found = _container(scratch, template, container, parsed[id(container)], reach)
+            cmd, own_counts = parsed[id(container)], counts[id(container)]
+            facts, found = _container(scratch, template, container, cmd, own_counts, reach)
             own.append(facts)
             if facts["accelerators"] > 0:
                 found_here += found
                 trainers.append(facts)
-        tfacts = _template(template, own)
+        tfacts = _template(template, own, counts)
         per_template.append((template, found_here))
         totals["totalGpus"] += template.replicas * tfacts["gpusPerPod"]
         totals["gpuPods"] += template.replicas if tfacts["gpusPerPod"] else 0
