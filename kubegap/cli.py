@@ -39,6 +39,17 @@ exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage/input/policy erro
 
 
 LINT_FORMATS = ("text", "json", "sarif", "junit")
+LINT_EPILOG = """\
+examples:
+  kubegap lint deploy/ jobs/train.yaml
+  helm template trainer ./chart | kubegap lint -
+  kubegap lint deploy/ --output sarif=kubegap.sarif --output junit=reports/kubegap.xml
+  kubegap lint --set checkpoint-interval.maxCheckpointInterval=15m --skip restart-budget deploy/
+
+exemption: annotate the workload or pod template with ignore.kubegap.dev/<policy-id>: "<reason>"
+exit codes: 0 clean, 1 a finding at or above --fail-on, 2 usage/input/policy error (also when a document
+            could not be read; every other document is still checked), 3 internal error
+"""
 
 
 def _lint_arguments(parser: argparse.ArgumentParser) -> None:
@@ -218,7 +229,13 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         ("test", "run policy examples (pass/fail/skip) against their expectations", _test_arguments, _test),
     ]
     for name, help_text, add, run in table:
-        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub = commands.add_parser(
+            name,
+            help=help_text,
+            description=help_text,
+            epilog=LINT_EPILOG if name == "lint" else None,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         add(sub)
         sub.set_defaults(run=run)
     # audit and serve need the Kubernetes client and Flask: import them only when that command runs, so
