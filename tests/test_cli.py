@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kubegap import cli
+from tests.support.samples import RECORD_FIELDS
 
 DATA = Path(__file__).parent / "data" / "engine"
 TRAIN = str(DATA / "train.yaml")
@@ -20,24 +21,6 @@ TRAIN_RULES = {
     ("checkpoint-interval", "interval-bounded"),
     ("gpu-nic-topology", "no-transport-fallback"),
     ("nccl-timeout", "async-error-handling"),
-}
-# RULES.md §4, plus `unresolved` (§3).
-RECORD = {
-    "policy",
-    "rule",
-    "severity",
-    "result",
-    "message",
-    "remediation",
-    "object",
-    "role",
-    "container",
-    "path",
-    "file",
-    "document",
-    "line",
-    "column",
-    "unresolved",
 }
 BUNDLED = {
     "nccl-timeout",
@@ -124,7 +107,7 @@ def test_json_output_has_exactly_the_record_fields(capsys: pytest.CaptureFixture
     assert set(document) == {"findings", "summary"}
     assert rules(document) == TRAIN_RULES
     for finding in document["findings"]:
-        assert set(finding) == RECORD
+        assert set(finding) == RECORD_FIELDS
         assert set(finding["object"]) == {"apiVersion", "kind", "namespace", "name"}
         assert finding["object"] == {
             "apiVersion": "kubeflow.org/v1",

@@ -11,24 +11,7 @@ from pathlib import Path
 import pytest
 
 from kubegap.cli import main
-
-FAILING = """\
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata: {name: pretrain, namespace: llm}
-spec:
-  pytorchReplicaSpecs:
-    Worker:
-      replicas: 2
-      template:
-        spec:
-          containers:
-            - name: trainer
-              image: registry.example/llm:1
-              command: [torchrun, train.py]
-              resources:
-                limits: {nvidia.com/gpu: 8}
-"""
+from tests.support.samples import FAILING_PYTORCHJOB as FAILING
 
 
 def run(args: list[str]) -> tuple[int, str]:

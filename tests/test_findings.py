@@ -6,25 +6,7 @@ from typing import Any
 import pytest
 
 from kubegap.findings import Finding, ObjectRef, Result, Severity, Summary, worst
-
-# RULES.md §4, plus `unresolved` (§3: an unseen value is listed, never silently a pass).
-RECORD_FIELDS = {
-    "policy",
-    "rule",
-    "severity",
-    "result",
-    "message",
-    "remediation",
-    "object",
-    "role",
-    "container",
-    "path",
-    "file",
-    "document",
-    "line",
-    "column",
-    "unresolved",
-}
+from tests.support.samples import RECORD_FIELDS
 
 REF = ObjectRef("batch/v1", "Job", "team-a", "train")
 

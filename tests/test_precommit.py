@@ -15,25 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.samples import FAILING_PYTORCHJOB as TRAIN
+
 ROOT = Path(__file__).resolve().parent.parent
 
-TRAIN = """\
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata: {name: llm-pretrain, namespace: llm}
-spec:
-  pytorchReplicaSpecs:
-    Worker:
-      replicas: 2
-      template:
-        spec:
-          containers:
-            - name: trainer
-              image: registry.example/llm:1
-              command: [torchrun, train.py]
-              resources:
-                limits: {nvidia.com/gpu: 8}
-"""
 
 CPU_JOB = """\
 apiVersion: batch/v1
