@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kubegap import raw
 from kubegap.fieldpath import FieldPath
 
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
@@ -141,9 +142,7 @@ def _raw_words(command: Sequence[object], args: Sequence[object]) -> Iterator[tu
 def tokenize(container: Mapping[str, object]) -> CommandLine:
     command = container.get("command")
     args = container.get("args")
-    words = list(
-        _raw_words(command if isinstance(command, list) else [], args if isinstance(args, list) else [])
-    )
+    words = list(_raw_words(raw.items(command), raw.items(args)))
     tokens: list[Token] = []
     scripts: list[tuple[list[str], FieldPath, int]] = []
     script_next = False

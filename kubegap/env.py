@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kubegap import raw
 from kubegap.argv import Assignment
 from kubegap.fieldpath import FieldPath
 
@@ -36,7 +37,7 @@ class Environment:
 
 
 def _ref(source: Any) -> tuple[str, str]:
-    source = source if isinstance(source, Mapping) else {}
+    source = raw.mapping(source)
     return str(source.get("name", "")), str(source.get("key", ""))
 
 
@@ -71,7 +72,7 @@ def _from_env(
             value = entry.get("value", "")
             yield Variable(name, "" if value is None else str(value).strip(), path, "env")
             continue
-        source = entry["valueFrom"] if isinstance(entry["valueFrom"], Mapping) else {}
+        source = raw.mapping(entry["valueFrom"])
         if isinstance(source.get("configMapKeyRef"), Mapping):
             cm, key = _ref(source["configMapKeyRef"])
             data = configmaps.get((namespace, cm))
@@ -105,8 +106,8 @@ def resolve(
     env_from = container.get("envFrom")
     env = container.get("env")
     for item in (
-        *_from_env_from(env_from if isinstance(env_from, list) else [], path, namespace, configmaps),
-        *_from_env(env if isinstance(env, list) else [], path, namespace, configmaps),
+        *_from_env_from(raw.items(env_from), path, namespace, configmaps),
+        *_from_env(raw.items(env), path, namespace, configmaps),
     ):
         if isinstance(item, str):
             unresolved.append(item)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubegap import argv, durations, env, jobs, mpi, nodes, readings
+from kubegap import argv, durations, env, jobs, mpi, nodes, raw, readings
 from kubegap.fieldpath import FieldPath, render
 from kubegap.knobs import Catalogue
 from kubegap.quantities import count
@@ -75,15 +75,11 @@ class _Scratch:
         return None
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def resource_counts(container: Mapping[str, Any]) -> dict[str, int]:
     """Limit, else request, per resource name."""
-    resources = _mapping(container.get("resources"))
-    counts = {str(k): count(v) for k, v in _mapping(resources.get("requests")).items()}
-    counts.update({str(k): count(v) for k, v in _mapping(resources.get("limits")).items()})
+    resources = raw.mapping(container.get("resources"))
+    counts = {str(k): count(v) for k, v in raw.mapping(resources.get("requests")).items()}
+    counts.update({str(k): count(v) for k, v in raw.mapping(resources.get("limits")).items()})
     return counts
 
 
@@ -189,7 +185,7 @@ def _template(
         "podLevel": template.pod_level,
         "gpusPerPod": sum(c["gpus"] for c in containers),
         "acceleratorsPerPod": sum(c["accelerators"] for c in containers),
-        "annotations": {str(k): str(v) for k, v in _mapping(metadata.get("annotations")).items()},
+        "annotations": {str(k): str(v) for k, v in raw.mapping(metadata.get("annotations")).items()},
         "resourceNames": names,
         "resourceNamesText": "\n".join(names),  # one per line, for `globs` params
         "hostNetwork": spec.get("hostNetwork") is True,
@@ -236,7 +232,7 @@ def _checkpoint(
 
 
 def _training(workload: Workload, metadata: Mapping[str, Any], accelerators: int) -> bool:
-    label = _mapping(metadata.get("labels")).get(SERVING_LABEL)
+    label = raw.mapping(metadata.get("labels")).get(SERVING_LABEL)
     if label == "training":
         return True
     if label == "inference":
@@ -247,7 +243,7 @@ def _training(workload: Workload, metadata: Mapping[str, Any], accelerators: int
 def gather(
     obj: Mapping[str, Any], workload: Workload, catalogue: Catalogue, configmaps: env.ConfigMaps
 ) -> ObjectFacts:
-    metadata = _mapping(obj.get("metadata"))
+    metadata = raw.mapping(obj.get("metadata"))
     scratch = _Scratch(catalogue, str(metadata.get("namespace") or "default"), configmaps, metadata)
     every = [c for t in workload.templates for c in t.containers]
     parsed = {id(c): argv.tokenize(c.spec) for c in every}  # each container's command line and
@@ -260,8 +256,8 @@ def gather(
     totals = {"totalGpus": 0, "gpuPods": 0, "totalAccelerators": 0}
     for template in workload.templates:
         annotations = (
-            ((*template.path, "metadata", "annotations"), _mapping(template.metadata.get("annotations"))),
-            (("metadata", "annotations"), _mapping(metadata.get("annotations"))),
+            ((*template.path, "metadata", "annotations"), raw.mapping(template.metadata.get("annotations"))),
+            (("metadata", "annotations"), raw.mapping(metadata.get("annotations"))),
         )
         pod_gpus = sum(
             n for c in template.containers for r, n in counts[id(c)].items() if catalogue.is_gpu(r)
@@ -298,9 +294,9 @@ def gather(
     facts = _workload_facts(obj, workload, metadata, totals)
     facts["checkpoint"] = _checkpoint(scratch, per_template, trainers)
     own_annotations = (
-        (("metadata", "annotations"), _mapping(metadata.get("annotations"))),
+        (("metadata", "annotations"), raw.mapping(metadata.get("annotations"))),
         *(
-            ((*t.path, "metadata", "annotations"), _mapping(t.metadata.get("annotations")))
+            ((*t.path, "metadata", "annotations"), raw.mapping(t.metadata.get("annotations")))
             for t in workload.templates
         ),
     )
@@ -339,7 +335,7 @@ def _workload_facts(
 
 def gather_node(obj: Mapping[str, Any], catalogue: Catalogue) -> ObjectFacts:
     node = nodes.node_facts(obj, catalogue)
-    metadata = _mapping(obj.get("metadata"))
-    annotations = ((("metadata", "annotations"), _mapping(metadata.get("annotations"))),)
+    metadata = raw.mapping(obj.get("metadata"))
+    annotations = ((("metadata", "annotations"), raw.mapping(metadata.get("annotations"))),)
     unit = Unit("node", {"node": node}, None, None, ("status",), annotations)
     return ObjectFacts({"kind": "Node", "group": ""}, {"node": (unit,)})

@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kubegap import raw
+
 
 class Severity(enum.Enum):
     CRITICAL = "critical"
@@ -52,7 +54,7 @@ class ObjectRef:
     @classmethod
     def of(cls, obj: Mapping[str, Any]) -> ObjectRef:
         meta = obj.get("metadata")
-        meta = meta if isinstance(meta, Mapping) else {}
+        meta = raw.mapping(meta)
         name = meta.get("name") or meta.get("generateName") or ""
         namespace = meta.get("namespace")
         return cls(

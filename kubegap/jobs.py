@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubegap import raw
 from kubegap.fieldpath import FieldPath, render
 
 KUBEFLOW_JOBS = frozenset({"PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob"})
@@ -17,18 +18,6 @@ class Restart:
     enabled: bool
     detail: str  # what was read, for the message
     path: FieldPath  # the deciding field, or its parent when unset
-
-
-def _get(obj: Mapping[str, Any], path: FieldPath) -> Any:
-    value: Any = obj
-    for part in path:
-        if isinstance(part, str) and isinstance(value, Mapping):
-            value = value.get(part)
-        elif isinstance(part, int) and isinstance(value, list) and 0 <= part < len(value):
-            value = value[part]
-        else:
-            return None
-    return value
 
 
 def _length(value: Any) -> int:
@@ -42,7 +31,7 @@ def _int(value: Any) -> int | None:
 def _job_restart(base: FieldPath) -> Callable[[Mapping[str, Any]], Restart]:
     def read(obj: Mapping[str, Any]) -> Restart:
         for field in ("backoffLimit", "backoffLimitPerIndex"):
-            value = _int(_get(obj, (*base, field)))
+            value = _int(raw.dig(obj, (*base, field)))
             if value is not None and value <= 0:
                 return Restart(False, f"{render((*base, field))} is {value}", (*base, field))
         return Restart(True, "backoffLimit allows retries", base)
@@ -54,13 +43,13 @@ def _positive(*fields: FieldPath, unset_ok: bool = False) -> Callable[[Mapping[s
     def read(obj: Mapping[str, Any]) -> Restart:
         seen = []
         for field in fields:
-            value = _int(_get(obj, field))
+            value = _int(raw.dig(obj, field))
             if value is None and unset_ok:
                 return Restart(True, f"{render(field)} is unset (retries by default)", field[:-1])
             if value is not None and value > 0:
                 return Restart(True, f"{render(field)} is {value}", field)
             seen.append(f"{render(field)} is {'unset' if value is None else value}")
-        deciding = next((f for f in fields if _get(obj, f) is not None), fields[0][:-1])
+        deciding = next((f for f in fields if raw.dig(obj, f) is not None), fields[0][:-1])
         return Restart(False, " and ".join(seen), deciding)
 
     return read
@@ -89,7 +78,7 @@ _DEADLINE: dict[tuple[str, str], Callable[[Mapping[str, Any]], list[FieldPath]]]
     ("ray.io", "RayJob"): lambda o: [("spec", "activeDeadlineSeconds")],
     ("jobset.x-k8s.io", "JobSet"): lambda o: [
         ("spec", "replicatedJobs", i, "template", "spec", "activeDeadlineSeconds")
-        for i in range(_length(_get(o, ("spec", "replicatedJobs"))))
+        for i in range(_length(raw.dig(o, ("spec", "replicatedJobs"))))
     ],
     **{
         ("kubeflow.org", kind): (lambda o: [("spec", "runPolicy", "activeDeadlineSeconds")])
@@ -108,7 +97,7 @@ def deadline(group: str, kind: str, obj: Mapping[str, Any]) -> float | None:
     """The longest `activeDeadlineSeconds` of the run, in seconds; None when any part is unbounded."""
     read = _DEADLINE.get((group, kind))
     paths = read(obj) if read else []
-    values = [_int(_get(obj, p)) for p in paths]
+    values = [_int(raw.dig(obj, p)) for p in paths]
     if not values or any(v is None or v <= 0 for v in values):
         return None
     return float(max(v for v in values if v is not None))

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from kubegap import fieldpath, manifests
+from kubegap import fieldpath, manifests, raw
 from kubegap.errors import UsageError
 from kubegap.evaluate import Context, Engine
 from kubegap.findings import Finding, ObjectRef, Result, Severity, Summary
@@ -40,9 +40,7 @@ def configmaps_of(documents: Iterable[manifests.Document]) -> dict[tuple[str, st
         obj = doc.obj
         if obj is None or obj.get("kind") != "ConfigMap" or obj.get("apiVersion") != "v1":
             continue
-        meta, data = obj.get("metadata"), obj.get("data")
-        meta = meta if isinstance(meta, Mapping) else {}
-        data = data if isinstance(data, Mapping) else {}
+        meta, data = raw.mapping(obj.get("metadata")), raw.mapping(obj.get("data"))
         out[(str(meta.get("namespace") or "default"), str(meta.get("name", "")))] = {
             str(k): str(v) for k, v in data.items()
         }

@@ -6,23 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kubegap import raw
 from kubegap.knobs import Catalogue
 from kubegap.quantities import count
 
 _KEEP_OFF = ("NoSchedule", "NoExecute")  # a tuple: a malformed effect may be an unhashable list
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def node_facts(obj: Mapping[str, Any], catalogue: Catalogue) -> dict[str, Any]:
-    spec, status = _mapping(obj.get("spec")), _mapping(obj.get("status"))
-    capacity, allocatable = _mapping(status.get("capacity")), _mapping(status.get("allocatable"))
+    spec, status = raw.mapping(obj.get("spec")), raw.mapping(obj.get("status"))
+    capacity, allocatable = raw.mapping(status.get("capacity")), raw.mapping(status.get("allocatable"))
     resources: list[dict[str, Any]] = [
         {
             "name": str(name),
@@ -32,9 +25,9 @@ def node_facts(obj: Mapping[str, Any], catalogue: Catalogue) -> dict[str, Any]:
         for name in sorted(set(capacity) | set(allocatable), key=str)  # YAML keys need not all be str
         if "/" in str(name)  # extended resources only; cpu and memory are not judged here
     ]
-    taints = _list(spec.get("taints"))
+    taints = raw.items(spec.get("taints"))
     tainted = any(isinstance(t, Mapping) and t.get("effect") in _KEEP_OFF for t in taints)
-    conditions = _list(status.get("conditions"))
+    conditions = raw.items(status.get("conditions"))
     return {
         "schedulable": spec.get("unschedulable") is not True and not tainted,
         "gpuCapacity": sum(r["capacity"] for r in resources if catalogue.is_gpu(r["name"])),

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from kubegap import raw
 from kubegap.fieldpath import FieldPath
 
 
@@ -61,12 +62,7 @@ class KindInfo:
     versions: tuple[str, ...]  # API versions verified against upstream types, preferred first
 
 
-_EMPTY: Mapping[str, Any] = {}
 _Extract = Callable[[Mapping[str, Any]], tuple[PodTemplate, ...]]
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else _EMPTY
 
 
 def _count(value: Any, default: int) -> int:
@@ -79,16 +75,6 @@ def _name(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _dig(obj: Mapping[str, Any], path: FieldPath) -> Any:
-    """The value at a path of mapping keys, None where any step is missing or not a mapping."""
-    value: Any = obj
-    for key in path:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value
-
-
 def _entries(value: Any) -> list[tuple[int, Mapping[str, Any]]]:
     """(index, item) for the mapping items of a list; other items are skipped but keep their index."""
     if not isinstance(value, list):
@@ -97,13 +83,13 @@ def _entries(value: Any) -> list[tuple[int, Mapping[str, Any]]]:
 
 
 def _template(role: str, path: FieldPath, replicas: int, template: Any) -> PodTemplate:
-    template = _mapping(template)
-    spec = _mapping(template.get("spec"))
+    template = raw.mapping(template)
+    spec = raw.mapping(template.get("spec"))
     containers = tuple(
         Container(_name(item.get("name")), (*path, "spec", "containers", index), item)
         for index, item in _entries(spec.get("containers"))
     )
-    return PodTemplate(role, path, replicas, _mapping(template.get("metadata")), spec, containers)
+    return PodTemplate(role, path, replicas, raw.mapping(template.get("metadata")), spec, containers)
 
 
 def _pod(obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
@@ -113,17 +99,17 @@ def _pod(obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
 def _single(
     role: str, path: FieldPath, replicas_path: FieldPath | None, obj: Mapping[str, Any]
 ) -> tuple[PodTemplate, ...]:
-    replicas = 1 if replicas_path is None else _count(_dig(obj, replicas_path), 1)
-    return (_template(role, path, replicas, _dig(obj, path)),)
+    replicas = 1 if replicas_path is None else _count(raw.dig(obj, replicas_path), 1)
+    return (_template(role, path, replicas, raw.dig(obj, path)),)
 
 
 def _replica_map(field: str, obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
     # The elastic autoscaler scales the Worker replica spec only (the CRDs' scale subresource points at
     # it), up to maxReplicas; counting that bound keeps GPU totals from understating what the job may
     # grow to. The operator matches replica types case-insensitively ("worker" becomes "Worker").
-    max_replicas = _count(_dig(obj, ("spec", "elasticPolicy", "maxReplicas")), 0)
+    max_replicas = _count(raw.dig(obj, ("spec", "elasticPolicy", "maxReplicas")), 0)
     templates = []
-    for role, replica_spec in _mapping(_dig(obj, ("spec", field))).items():
+    for role, replica_spec in raw.mapping(raw.dig(obj, ("spec", field))).items():
         if not isinstance(role, str) or not isinstance(replica_spec, Mapping):
             continue
         replicas = _count(replica_spec.get("replicas"), 1)
@@ -136,8 +122,8 @@ def _replica_map(field: str, obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
 
 def _replicated_jobs(base: FieldPath, obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
     templates = []
-    for index, job in _entries(_dig(obj, base)):
-        job_spec = _mapping(_dig(job, ("template", "spec")))
+    for index, job in _entries(raw.dig(obj, base)):
+        job_spec = raw.mapping(raw.dig(job, ("template", "spec")))
         replicas = _count(job.get("replicas"), 1) * _count(job_spec.get("parallelism"), 1)
         path = (*base, index, "template", "spec", "template")
         templates.append(_template(_name(job.get("name")), path, replicas, job_spec.get("template")))
@@ -152,16 +138,16 @@ def _volcano(obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
             _count(task.get("replicas"), 1),
             task.get("template"),
         )
-        for index, task in _entries(_dig(obj, ("spec", "tasks")))
+        for index, task in _entries(raw.dig(obj, ("spec", "tasks")))
     )
 
 
 def _ray(base: FieldPath, obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
-    if not isinstance(_dig(obj, base), Mapping):
+    if not isinstance(raw.dig(obj, base), Mapping):
         return ()  # a RayJob that runs on an existing cluster (clusterSelector) brings no pods of its own
     head_path = (*base, "headGroupSpec", "template")
-    templates = [_template("head", head_path, 1, _dig(obj, head_path))]
-    for index, group in _entries(_dig(obj, (*base, "workerGroupSpecs"))):
+    templates = [_template("head", head_path, 1, raw.dig(obj, head_path))]
+    for index, group in _entries(raw.dig(obj, (*base, "workerGroupSpecs"))):
         replicas = _count(group.get("replicas"), _count(group.get("minReplicas"), 1))
         path = (*base, "workerGroupSpecs", index, "template")
         templates.append(_template(_name(group.get("groupName")), path, replicas, group.get("template")))
@@ -169,10 +155,10 @@ def _ray(base: FieldPath, obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
 
 
 def _leader_worker_set(obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
-    groups = _count(_dig(obj, ("spec", "replicas")), 1)
-    size = _count(_dig(obj, ("spec", "leaderWorkerTemplate", "size")), 1)
+    groups = _count(raw.dig(obj, ("spec", "replicas")), 1)
+    size = _count(raw.dig(obj, ("spec", "leaderWorkerTemplate", "size")), 1)
     base = ("spec", "leaderWorkerTemplate")
-    leader = _dig(obj, (*base, "leaderTemplate"))
+    leader = raw.dig(obj, (*base, "leaderTemplate"))
     templates = []
     # Without a leaderTemplate the leader pod is made from the workerTemplate, so all `size` pods are workers.
     workers_per_group = size
@@ -180,7 +166,7 @@ def _leader_worker_set(obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
         templates.append(_template("leader", (*base, "leaderTemplate"), groups, leader))
         workers_per_group = max(size - 1, 0)
     worker_path = (*base, "workerTemplate")
-    templates.append(_template("worker", worker_path, groups * workers_per_group, _dig(obj, worker_path)))
+    templates.append(_template("worker", worker_path, groups * workers_per_group, raw.dig(obj, worker_path)))
     return tuple(templates)
 
 
@@ -197,13 +183,17 @@ def _train_job(obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
     # A TrainJob has no pod template: the runtime supplies it. spec.trainer overrides the trainer
     # container, so it is read as that container; pod-level validations belong to the runtime objects.
     path = ("spec", "trainer")
-    trainer = _dig(obj, path)
+    trainer = raw.dig(obj, path)
     containers: tuple[Container, ...] = ()
     if isinstance(trainer, Mapping):
         spec = {ours: trainer[theirs] for theirs, ours in _TRAINER_FIELDS if theirs in trainer}
         containers = (Container("trainer", path, spec),)
-    replicas = _count(_dig(obj, (*path, "numNodes")), 1)
-    return (PodTemplate("trainer", path, replicas, _EMPTY, _EMPTY, containers, pod_level=False),)
+    replicas = _count(raw.dig(obj, (*path, "numNodes")), 1)
+    return (
+        PodTemplate(
+            "trainer", path, replicas, raw.mapping(None), raw.mapping(None), containers, pod_level=False
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)
