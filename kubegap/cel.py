@@ -9,14 +9,12 @@ some errors as values instead of raising; here every error raises `CelError`.
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import os
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from kubegap import durations
+from kubegap import durations, globs
 from kubegap.errors import KubegapError
 
 VARIABLES = ("object", "facts", "params", "paramsText", "template", "container", "node", "variables")
@@ -46,14 +44,9 @@ def duration_text(seconds: float) -> str:
     return durations.format_seconds(float(seconds))
 
 
-@functools.lru_cache(maxsize=256)
-def _glob(patterns: tuple[str, ...]) -> re.Pattern[str]:
-    return re.compile("|".join(fnmatch.translate(p) for p in patterns) or r"(?!)")
-
-
 def matches_any(name: str, patterns: Sequence[Any]) -> bool:
     """Glob match (`*` any run of characters, as in resource names like `rdma/*`)."""
-    return _glob(tuple(str(p) for p in patterns)).match(str(name)) is not None
+    return globs.matches(str(name), (str(p) for p in patterns))
 
 
 def joined(items: Sequence[Any]) -> str:

@@ -3,15 +3,12 @@ environment variable or annotation sets a collective timeout, a checkpoint inter
 
 from __future__ import annotations
 
-import fnmatch
-import functools
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any
 
-from kubegap import durations, schema
+from kubegap import durations, globs, schema
 from kubegap.errors import PolicyError
 
 
@@ -59,15 +56,10 @@ class Catalogue:
         return tuple(k for k in self.knobs if k.setting == setting)
 
     def is_gpu(self, resource: str) -> bool:
-        return _globs(self.gpu_resources).match(resource) is not None
+        return globs.matches(resource, self.gpu_resources)
 
     def is_accelerator(self, resource: str) -> bool:
-        return _globs(self.accelerator_resources).match(resource) is not None
-
-
-@functools.cache
-def _globs(patterns: tuple[str, ...]) -> re.Pattern[str]:
-    return re.compile("|".join(fnmatch.translate(p) for p in patterns) or r"(?!)")
+        return globs.matches(resource, self.accelerator_resources)
 
 
 def _knob(raw: Mapping[str, Any]) -> Knob:

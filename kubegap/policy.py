@@ -3,7 +3,6 @@ compiled once, so a broken policy stops the run at start-up with the file, valid
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.resources import files
@@ -11,7 +10,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from kubegap import durations, schema
+from kubegap import durations, globs, schema
 from kubegap.errors import PolicyError
 from kubegap.findings import Severity
 
@@ -97,12 +96,7 @@ def cel_value(param_type: str, value: Any) -> Any:
     expression run instead of one per name, and no Python callback (cel-expr leaks memory on each)."""
     if param_type != "globs":
         return value
-    return "(?m)^(?:" + "|".join(glob_pattern(g) for g in value) + ")$"
-
-
-def glob_pattern(glob: str) -> str:
-    """`*` any run of characters, `?` one; the rest literal. RE2 syntax (fnmatch emits atomic groups)."""
-    return "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in glob)
+    return globs.pattern(value)
 
 
 def convert_param(param_type: str, value: Any) -> Any:
