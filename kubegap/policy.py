@@ -35,6 +35,12 @@ class Reference:
     id: str | None = None
     url: str | None = None
 
+    def label(self) -> str:
+        return f"{self.id}: {self.title}" if self.id else self.title
+
+    def markdown(self) -> str:
+        return f"[{self.label()}]({self.url})" if self.url else self.label()
+
 
 @dataclass(frozen=True, slots=True)
 class Variable:

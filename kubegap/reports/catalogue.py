@@ -4,15 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 from kubegap.compiled import CompiledPolicy
 from kubegap.policy import EXEMPTION_PREFIX, Policy, param_text
-
-
-def _reference(ref: Any) -> str:
-    label = f"{ref.id}: {ref.title}" if ref.id else ref.title
-    return f"[{label}]({ref.url})" if ref.url else label
 
 
 def _text(policies: Sequence[CompiledPolicy], detailed: bool) -> str:
@@ -33,7 +27,7 @@ def _text(policies: Sequence[CompiledPolicy], detailed: bool) -> str:
             )
         out += [
             f"  fix: {policy.remediation}",
-            *[f"  why: {_reference(r)}" for r in policy.references],
+            *[f"  why: {r.markdown()}" for r in policy.references],
             f'  exempt: annotation {EXEMPTION_PREFIX}{policy.id}: "<reason>"',
             f"  source: {policy.source}",
             "",
@@ -54,7 +48,7 @@ def _markdown_policy(compiled: CompiledPolicy) -> list[str]:
         "",
         f"Severity: **{policy.severity.value}**. {policy.description}",
         "",
-        "**Why**: " + "; ".join(_reference(r) for r in policy.references) + ".",
+        "**Why**: " + "; ".join(r.markdown() for r in policy.references) + ".",
         "",
     ]
     if policy.params:

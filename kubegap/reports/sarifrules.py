@@ -160,11 +160,10 @@ def _why(references: Sequence[Reference], markdown: bool) -> str:
         return "see the policy description."
     out = []
     for ref in references:
-        label = f"{ref.id}: {ref.title}" if ref.id else ref.title
-        if ref.url:
-            out.append(f"[{label}]({ref.url})" if markdown else f"{label} <{ref.url}>")
+        if markdown or not ref.url:
+            out.append(ref.markdown() if markdown else ref.label())
         else:
-            out.append(label)
+            out.append(f"{ref.label()} <{ref.url}>")
     return "; ".join(out)
 
 
