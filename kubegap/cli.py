@@ -143,8 +143,11 @@ def _lint_output(fmt: str, report: LintReport, engine: Engine) -> str:
     if fmt == "junit":
         return junit.render(report.findings + report.passes, engine.policies)
     if fmt == "json":
-        return json_report.render(report.findings, report.summary)
-    return text_report.render(report.findings, report.summary)
+        workloads = sorted(report.workloads, key=lambda w: -w.lost)
+        return json_report.render(
+            report.findings, report.summary, {"workloads": [w.to_json() for w in workloads]}
+        )
+    return text_report.render(report.findings, report.summary, report.workloads)
 
 
 def _policies_arguments(parser: argparse.ArgumentParser) -> None:

@@ -10,6 +10,9 @@ from typing import Any
 from kubegap import schema
 from kubegap.errors import UsageError
 from kubegap.findings import Severity
+from kubegap.impact import ImpactSettings, settings_from
+
+IMPACT = "impact"  # `--set impact.NAME=VALUE` sets the cost model, not a policy parameter
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,12 +26,22 @@ class Settings:
     cel_backend: str = "auto"
     webhook: Mapping[str, Any] = field(default_factory=dict)
     audit: Mapping[str, Any] = field(default_factory=dict)
+    impact: ImpactSettings = field(default_factory=ImpactSettings)
 
     def with_params(self, overrides: Mapping[str, Mapping[str, Any]]) -> Settings:
-        merged = {pid: dict(values) for pid, values in self.params.items()}
+        merged = {pid: dict(values) for pid, values in self.params.items() if pid != IMPACT}
         for pid, values in overrides.items():
-            merged.setdefault(pid, {}).update(values)
-        return replace(self, params=merged)
+            if pid != IMPACT:
+                merged.setdefault(pid, {}).update(values)
+        impact = _impact(overrides.get(IMPACT, {}), self.impact, "--set")
+        return replace(self, params=merged, impact=impact)
+
+
+def _impact(values: Mapping[str, Any], base: ImpactSettings, where: str) -> ImpactSettings:
+    try:
+        return settings_from(values, base)
+    except ValueError as err:
+        raise UsageError(f"{where}: {err}") from None
 
 
 def _relative(base: Path, paths: Sequence[str]) -> tuple[str, ...]:
@@ -53,6 +66,7 @@ def load_config(path: str | None) -> Settings:
         cel_backend=doc.get("celBackend", "auto"),
         webhook=doc.get("webhook", {}),
         audit=doc.get("audit", {}),
+        impact=_impact(doc.get("impact", {}), ImpactSettings(), path),
     )
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubegap import facts as facts_module
-from kubegap import knobs
+from kubegap import knobs, pricing
 from kubegap.activation import OBJECT, Run, UnitState, expressions, groups
 from kubegap.cel import Backend, CelError
 from kubegap.compiled import CompiledPolicy, CompiledValidation, compile_policies
@@ -21,7 +21,8 @@ from kubegap.config import Settings
 from kubegap.errors import KubegapError
 from kubegap.facts import Unit
 from kubegap.fieldpath import render
-from kubegap.findings import Finding, ObjectRef, Result, Severity
+from kubegap.findings import Finding, ObjectRef, Result, Severity, WorkloadCost
+from kubegap.impact import ImpactSettings
 from kubegap.policy import EXEMPTION_PREFIX, EXEMPTION_REASON, INVALID_DECLARATION
 from kubegap.workloads import kind_info, workload_of
 
@@ -42,6 +43,7 @@ class Evaluation:
     ref: ObjectRef
     supported: bool
     results: tuple[Finding, ...]
+    cost: WorkloadCost | None = None  # training workloads: the expected loss a month
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -63,9 +65,15 @@ def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
 
 class Engine:
     def __init__(
-        self, policies: Sequence[CompiledPolicy], catalogue: knobs.Catalogue, backend: Backend
+        self,
+        policies: Sequence[CompiledPolicy],
+        catalogue: knobs.Catalogue,
+        backend: Backend,
+        impact: ImpactSettings | None = None,
     ) -> None:
         self.compiled = tuple(policies)
+        self.impact = impact or ImpactSettings()
+        self.pricing = _pricing(policies)
         self.policies = tuple(c.policy for c in policies)
         self.catalogue = catalogue
         self.backend = backend
@@ -110,7 +118,24 @@ class Engine:
             if deadline is not None and time.monotonic() > deadline:
                 raise DeadlineExceeded(f"evaluation of {ref.display()} ran past its deadline")
             results.extend(_evaluate_policy(run, policy))
-        return Evaluation(ref, True, tuple(results))
+        situation = pricing.situation(gathered, self.impact)
+        if situation is None:
+            return Evaluation(ref, True, tuple(results))
+        priced, cost = pricing.price(ref, results, situation, self.pricing, self.impact)
+        return Evaluation(ref, True, priced, cost)
+
+
+def _pricing(policies: Sequence[CompiledPolicy]) -> dict[tuple[str, str], pricing.Pricing]:
+    """(policy, rule) -> how its fix is priced, with the parameter's resolved value (`--set` included)."""
+    out = {}
+    for compiled in policies:
+        policy = compiled.policy
+        for v in policy.validations:
+            if v.impact_term is None:
+                continue
+            limit = float(compiled.params[v.impact_param]) if v.impact_param else None
+            out[(policy.id, v.name)] = pricing.Pricing(v.impact_term, limit, policy.severity_from_impact)
+    return out
 
 
 def _evaluate_policy(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
@@ -250,4 +275,4 @@ def build_engine(settings: Settings) -> Engine:
     catalogue = knobs.load(settings.knob_files)
     policies = policy.load(settings.policy_dirs)
     backend = cel.backend(settings.cel_backend)
-    return Engine(compile_policies(policies, settings, backend), catalogue, backend)
+    return Engine(compile_policies(policies, settings, backend), catalogue, backend, settings.impact)

@@ -166,6 +166,17 @@ def _container(
         timeouts.append(declared)
     if timeouts:
         facts["collectiveTimeout"] = _seconds(*max(timeouts, key=lambda t: t[0]))
+    elif (
+        framework is not None
+        and framework.default_timeout is not None
+        and not readings.hidden(scratch.catalogue, "collectiveTimeout", environment, unreadable, framework)
+    ):
+        # Nothing set: the recognised launcher's documented default applies (knobs.yaml cites each).
+        source = f"default of {framework.name}"
+        facts["collectiveTimeout"] = {
+            **_seconds(framework.default_timeout, source, container.path),
+            "default": True,
+        }
     liveness = _liveness(container.spec, container.path)
     if liveness:
         facts["liveness"] = liveness
@@ -220,6 +231,9 @@ def _checkpoint(
             intervals.append(declared)
     if intervals:
         out["interval"] = _seconds(*max(intervals, key=lambda t: t[0]))
+    save_time = _longest_declared(scratch, "checkpointSaveTime", [t for t, _ in per_template])
+    if save_time:
+        out["saveTime"] = save_time
     # Only what the accelerator containers could not see can hide a checkpoint knob; a sidecar's is noise.
     if trainers:  # where a missing interval would be written: the first training container
         out["trainerPath"] = trainers[0]["path"]
@@ -229,6 +243,11 @@ def _checkpoint(
         count, source, path = max(steps, key=lambda t: t[0])
         out["steps"] = {"steps": int(count), "source": source, "path": render(path)}
     return out
+
+
+def _longest_declared(scratch: _Scratch, setting: str, templates: list[PodTemplate]) -> dict[str, Any] | None:
+    found = [d for d in (scratch.declared(setting, t) for t in templates) if d is not None]
+    return _seconds(*max(found, key=lambda d: d[0])) if found else None
 
 
 def _training(workload: Workload, metadata: Mapping[str, Any], accelerators: int) -> bool:
@@ -293,6 +312,9 @@ def gather(
         ]
     facts = _workload_facts(obj, workload, metadata, totals)
     facts["checkpoint"] = _checkpoint(scratch, per_template, trainers)
+    runtime = _longest_declared(scratch, "expectedRuntime", list(workload.templates))
+    if runtime:
+        facts["expectedRuntime"] = runtime
     own_annotations = (
         (("metadata", "annotations"), raw.mapping(metadata.get("annotations"))),
         *(

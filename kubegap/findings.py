@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubegap import raw
+from kubegap.impact import Inputs, gpu_hours_text
 
 
 class Severity(enum.Enum):
@@ -78,6 +79,33 @@ class ObjectRef:
 
 
 @dataclass(frozen=True, slots=True)
+class Impact:
+    """What fixing a failing finding is worth under the cost model (docs/cost-model.md)."""
+
+    saved: float | None  # GPU-hours a month; None when the model cannot price the fix
+    reason: str | None  # why it cannot be priced
+    now: Inputs
+    fixed: Inputs | None  # the inputs once the fix is made
+
+    def to_json(self) -> dict[str, Any]:
+        now = self.now.to_json()
+        fixed = self.fixed.to_json() if self.fixed else {}
+        return {
+            "savedGpuHoursPerMonth": round(self.saved, 1) if self.saved is not None else None,
+            "reason": self.reason,
+            "inputs": now,
+            "fixed": {k: v for k, v in fixed.items() if now.get(k) != v},
+        }
+
+    def text(self) -> str:
+        if self.saved is None:
+            return f"not priced: {self.reason}"
+        if self.saved < 0:
+            return f"fixing costs ≈ {gpu_hours_text(-self.saved)} GPU-h/month more than it saves"
+        return f"fixing saves ≈ {gpu_hours_text(self.saved)} GPU-h/month"
+
+
+@dataclass(frozen=True, slots=True)
 class Finding:
     policy: str
     rule: str
@@ -95,6 +123,7 @@ class Finding:
     column: int | None = None
     # Where a value could not be seen (Secret, ConfigMap not in the input): listed, never silently a pass.
     unresolved: tuple[str, ...] = ()
+    impact: Impact | None = None  # failing findings of training workloads: what the fix is worth
 
     def where(self) -> str:
         """`role R, container C` (what is there of it): how every report names the place in a workload."""
@@ -144,7 +173,42 @@ class Finding:
             "line": self.line,
             "column": self.column,
             "unresolved": list(self.unresolved),
+            "impact": self.impact.to_json() if self.impact else None,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadCost:
+    """A training workload's expected loss a month, and what each failing rule's fix would save."""
+
+    ref: ObjectRef
+    gpus: int
+    lost: float  # GPU-hours a month
+    inputs: Inputs
+    young_hours: float | None  # Young's optimal checkpoint interval, as advice
+    savings: tuple[tuple[tuple[str, str], float], ...] = ()  # ((policy, rule), saved), largest first
+    file: str | None = None
+    document: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "object": self.ref.to_json(),
+            "file": self.file,
+            "document": self.document,
+            "totalGpus": self.gpus,
+            "lostGpuHoursPerMonth": round(self.lost, 1),
+            "youngCheckpointIntervalHours": round(self.young_hours, 3) if self.young_hours else None,
+            "inputs": self.inputs.to_json(),
+        }
+
+    def text(self) -> str:
+        """≈ 570k GPU-h/month at risk; fixing checkpoint-interval saves ≈ 298k"""
+        text = f"≈ {gpu_hours_text(self.lost)} GPU-h/month at risk on {self.gpus} GPU(s)"
+        best = [(key, saved) for key, saved in self.savings if saved > 0]
+        if best:
+            (policy, rule), saved = best[0]
+            text += f"; fixing {policy}/{rule} saves ≈ {gpu_hours_text(saved)}"
+        return text
 
 
 @dataclass(slots=True)

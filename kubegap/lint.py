@@ -11,14 +11,14 @@ import contextlib
 import multiprocessing
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
 from kubegap import fieldpath, manifests, raw
 from kubegap.errors import UsageError
 from kubegap.evaluate import Context, Engine
-from kubegap.findings import Finding, ObjectRef, Result, Severity, Summary
+from kubegap.findings import Finding, ObjectRef, Result, Severity, Summary, WorkloadCost
 
 INVALID_MANIFEST = "invalid-manifest"
 
@@ -29,6 +29,7 @@ class LintReport:
     passes: list[Finding] = field(default_factory=list)  # for formats that count passes (JUnit, SARIF)
     summary: Summary = field(default_factory=Summary)
     unreadable: int = 0  # documents reported as invalid-manifest
+    workloads: list[WorkloadCost] = field(default_factory=list)  # training workloads, with their cost
 
 
 ConfigMaps = Mapping[tuple[str, str], Mapping[str, str]]
@@ -103,6 +104,8 @@ def lint_documents(
         report.summary.objects += 1
         report.summary.add(evaluation.results)
         report.findings.extend(_locate(doc, f) for f in evaluation.findings)
+        if evaluation.cost is not None:
+            report.workloads.append(replace(evaluation.cost, file=doc.file, document=doc.index))
         if keep_passes:
             report.passes += [
                 f.located(doc.file, doc.index, None, None)
@@ -139,6 +142,7 @@ def lint(
         report.passes += part.passes
         report.summary.merge(part.summary)
         report.unreadable += part.unreadable
+        report.workloads += part.workloads
     return report
 
 

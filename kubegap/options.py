@@ -41,7 +41,8 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="POLICY.PARAM=VALUE",
         dest="set_params",
-        help="override a parameter, e.g. nccl-timeout.maxCollectiveTimeout=20m (repeatable)",
+        help="override a parameter, e.g. nccl-timeout.maxCollectiveTimeout=20m, or a cost-model input, "
+        "e.g. impact.failuresPerGpuHour=3e-5 (repeatable)",
     )
     group.add_argument(
         "--fail-on",

@@ -61,6 +61,8 @@ class Validation:
     field_path_expression: str | None = None
     applies_to: str | None = None
     remediation: str | None = None
+    impact_term: str | None = None  # the cost-model term its fix changes (docs/cost-model.md)
+    impact_param: str | None = None  # the duration parameter that holds the compliant value
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,7 @@ class Policy:
     references: tuple[Reference, ...]
     declarations: tuple[str, ...]
     source: str  # the file it was read from
+    severity_from_impact: bool = False  # priced failing findings take the severity their fix is worth
 
     def param(self, name: str) -> Param:
         for param in self.params:
@@ -156,6 +159,8 @@ def _policy(doc: Mapping[str, Any], source: str) -> Policy:
             field_path_expression=v.get("fieldPathExpression"),
             applies_to=v.get("appliesTo"),
             remediation=v.get("remediation"),
+            impact_term=v.get("impact", {}).get("term"),
+            impact_param=v.get("impact", {}).get("param"),
         )
         for v in spec["validations"]
     )
@@ -165,7 +170,7 @@ def _policy(doc: Mapping[str, Any], source: str) -> Policy:
         raise PolicyError(
             f"{source}: policy {pid}: validation names repeated or reserved: {', '.join(duplicates)}"
         )
-    return Policy(
+    policy = Policy(
         id=pid,
         title=spec["title"],
         description=spec.get("description", "").strip(),
@@ -183,7 +188,23 @@ def _policy(doc: Mapping[str, Any], source: str) -> Policy:
         ),
         declarations=tuple(spec.get("declarations", ())),
         source=source,
+        severity_from_impact=bool(spec.get("severityFromImpact", False)),
     )
+    _check_impact(policy)
+    return policy
+
+
+def _check_impact(policy: Policy) -> None:
+    """An impact parameter must exist and be a duration: the fix sets the model term to its value."""
+    for v in policy.validations:
+        if v.impact_param is None:
+            continue
+        param = next((p for p in policy.params if p.name == v.impact_param), None)
+        if param is None or param.type != "duration":
+            raise PolicyError(
+                f"{policy.source}: policy {policy.id}, validation {v.name}: impact.param "
+                f"{v.impact_param!r} is not a duration parameter of the policy"
+            )
 
 
 _ENGINE_RULES = frozenset({INVALID_DECLARATION, EXEMPTION_REASON})

@@ -33,6 +33,7 @@ class Unreadable:
     source: str
     reason: str
     path: FieldPath
+    setting: str = ""
 
 
 def _label(text: str, knob: Knob) -> str:
@@ -104,13 +105,36 @@ def container_readings(
                     readings.append(Reading(knob.setting, None, _label(written, knob), path))
                 continue
             if value is None:
-                unreadable.append(Unreadable(_label(written, knob), "its value cannot be seen", path))
+                unreadable.append(
+                    Unreadable(_label(written, knob), "its value cannot be seen", path, knob.setting)
+                )
                 continue
             try:
                 readings.append(Reading(knob.setting, convert(knob, value), _label(written, knob), path))
             except ValueError as err:
-                unreadable.append(Unreadable(_label(written, knob), str(err), path))
+                unreadable.append(Unreadable(_label(written, knob), str(err), path, knob.setting))
     return readings, unreadable
+
+
+def hidden(
+    catalogue: Catalogue,
+    setting: str,
+    env: Environment,
+    unreadable: Sequence[Unreadable],
+    recognised: Framework | None,
+) -> bool:
+    """A knob of `setting` may be set where kubegap cannot see it: a flag whose value is a variable it
+    cannot read, a variable from a Secret or an absent ConfigMap, or an unreadable `envFrom` source that
+    could carry a variable the recognised framework reads. A default must not stand in for such a value."""
+    if any(u.setting == setting for u in unreadable):
+        return True
+    env_knobs = [k for k in catalogue.by_setting(setting) if k.env]
+    for knob in env_knobs:
+        if any(name in env.variables and env.variables[name].value is None for name in knob.env):
+            return True
+    unseen_sources = any(u.startswith("envFrom ") for u in env.unresolved)
+    readers = {k.framework for k in env_knobs}
+    return unseen_sources and (None in readers or (recognised is not None and recognised.name in readers))
 
 
 def framework(catalogue: Catalogue, cmd: argv.CommandLine) -> Framework | None:

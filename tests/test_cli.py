@@ -70,9 +70,12 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         ([TRAIN], 1),
         ([TRAIN, "--fail-on", "critical"], 0),
         ([TRAIN, "--fail-on", "medium"], 1),
-        ([TRAIN, "--policy", "restart-budget"], 0),  # medium findings only, below the default high
-        ([TRAIN, "--policy", "restart-budget", "--fail-on", "medium"], 1),
-        ([COMPLIANT, "--set", "nccl-timeout.maxCollectiveTimeout=10m"], 1),
+        # a 16-GPU job: a missing restart budget is priced low (docs/cost-model.md), below the default high
+        ([TRAIN, "--policy", "restart-budget"], 0),
+        ([TRAIN, "--policy", "restart-budget", "--fail-on", "low"], 1),
+        ([COMPLIANT, "--set", "nccl-timeout.maxCollectiveTimeout=10m", "--fail-on", "low"], 1),
+        ([TRAIN, "--set", "impact.noSuchInput=1"], 2),
+        ([TRAIN, "--set", "impact.restartMinutes=-3"], 2),
         (["/no/such/file.yaml"], 2),
         ([TRAIN, "--policy", "no-such-policy"], 2),
         ([TRAIN, "--set", "nccl-timeout.maxCollectiveTimeout=soon"], 2),
@@ -92,19 +95,21 @@ def test_lint_text_output(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "lint", "--jobs", "1", TRAIN)
     assert code == 1
     assert out.startswith(f"{TRAIN}\n")
-    assert "19:5  medium   restart-budget/auto-restart  PyTorchJob/ml/llm" in out
+    assert "19:5  low      restart-budget/auto-restart  PyTorchJob/ml/llm" in out
     assert (
-        "30:19  high     nccl-timeout/timeout-bounded  PyTorchJob/ml/llm, role Worker, container trainer"
+        "30:19  low      nccl-timeout/timeout-bounded  PyTorchJob/ml/llm, role Worker, container trainer"
         in out
     )
-    assert out.rstrip().endswith("1 object(s) checked: 5 finding(s) (4 high, 1 medium), 1 not applicable")
+    assert "  PyTorchJob/ml/llm: ≈ 693 GPU-h/month at risk on 16 GPU(s)" in out
+    assert "impact: fixing saves ≈ 400 GPU-h/month" in out  # the slow transport, at the incident's 3.6%
+    assert out.rstrip().endswith("1 object(s) checked: 5 finding(s) (1 high, 4 low), 1 not applicable")
     assert err == ""
 
 
 def test_json_output_has_exactly_the_record_fields(capsys: pytest.CaptureFixture[str]) -> None:
     code, document = lint_json(capsys, TRAIN)
     assert code == 1
-    assert set(document) == {"findings", "summary"}
+    assert set(document) == {"findings", "summary", "workloads"}
     assert rules(document) == TRAIN_RULES
     for finding in document["findings"]:
         assert set(finding) == RECORD_FIELDS
@@ -116,7 +121,8 @@ def test_json_output_has_exactly_the_record_fields(capsys: pytest.CaptureFixture
             "name": "llm",
         }
         assert finding["result"] == "fail"
-        assert finding["severity"] in {"high", "medium"}
+        assert finding["severity"] in {"high", "medium", "low"}
+        assert finding["impact"]["inputs"]["gpus"] == 16
         assert (finding["file"], finding["document"]) == (TRAIN, 1)
         assert isinstance(finding["line"], int) and isinstance(finding["column"], int)
     assert document["summary"]["objects"] == 1
@@ -156,7 +162,7 @@ def test_config_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None
         ("nccl-timeout", "timeout-bounded"),
         ("gpu-nic-topology", "no-transport-fallback"),
     }
-    code, _ = lint_json(capsys, TRAIN, "--config", str(config), "--fail-on", "high")
+    code, _ = lint_json(capsys, TRAIN, "--config", str(config), "--fail-on", "low")
     assert code == 1  # the command line beats the file
 
 

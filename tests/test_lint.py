@@ -67,8 +67,8 @@ def test_summary_counts(engine: Engine) -> None:
     summary = report.summary.to_json()
     assert (summary["objects"], summary["notApplicable"], summary["invalid"]) == (1, 1, 0)
     assert summary["results"]["fail"] == 5
-    assert summary["failuresBySeverity"]["high"] == 4
-    assert summary["failuresBySeverity"]["medium"] == 1
+    assert summary["failuresBySeverity"]["high"] == 1  # the slow transport keeps its fixed severity
+    assert summary["failuresBySeverity"]["low"] == 4  # a 16-GPU job: each fix is worth < 50 GPU-h/month
 
 
 # (case, file content, error rule, line)

@@ -6,7 +6,19 @@ import json
 from collections.abc import Sequence
 
 from kubegap.compiled import CompiledPolicy
-from kubegap.policy import EXEMPTION_PREFIX, Policy, param_text
+from kubegap.policy import EXEMPTION_PREFIX, Policy, Validation, param_text
+
+_COST_NOTE = (
+    "a failing finding whose fix the cost model prices takes the severity that fix is worth "
+    "(docs/cost-model.md); the severity shown is the most it can be"
+)
+
+
+def _priced(v: Validation) -> str:
+    """The cost-model term a fix changes, e.g. `checkpointInterval` → `maxCheckpointInterval`."""
+    if v.impact_term is None:
+        return "—"
+    return f"`{v.impact_term}`" + (f" → `{v.impact_param}`" if v.impact_param else "")
 
 
 def _text(policies: Sequence[CompiledPolicy], detailed: bool) -> str:
@@ -17,12 +29,15 @@ def _text(policies: Sequence[CompiledPolicy], detailed: bool) -> str:
         if not detailed:
             continue
         out += ["", *[f"  {line}" for line in policy.description.splitlines()], ""]
+        if policy.severity_from_impact:
+            out += [f"  severity: {_COST_NOTE}", ""]
         for param in policy.params:
             value = param_text(param, compiled.params[param.name])
             out.append(f"  param {param.name} = {value}  ({param.type}) {param.description}")
         for validation in policy.validations:
+            priced = f", priced by {validation.impact_term}" if validation.impact_term else ""
             out.append(
-                f"  rule {validation.name} [{validation.severity.value}, per {validation.scope}]: "
+                f"  rule {validation.name} [{validation.severity.value}, per {validation.scope}{priced}]: "
                 f"{validation.description}"
             )
         out += [
@@ -46,7 +61,9 @@ def _markdown_policy(compiled: CompiledPolicy) -> list[str]:
         "",
         f"## `{policy.id}` — {policy.title}",
         "",
-        f"Severity: **{policy.severity.value}**. {policy.description}",
+        f"Severity: **{policy.severity.value}**"
+        + (f" ({_COST_NOTE})" if policy.severity_from_impact else "")
+        + f". {policy.description}",
         "",
         "**Why**: " + "; ".join(r.markdown() for r in policy.references) + ".",
         "",
@@ -58,11 +75,11 @@ def _markdown_policy(compiled: CompiledPolicy) -> list[str]:
             for p in policy.params
         ]
         lines.append("")
-    lines += ["| validation | severity | per | checks | fix |", "|---|---|---|---|---|"]
+    lines += ["| validation | severity | per | checks | fix | priced as |", "|---|---|---|---|---|---|"]
     for v in compiled.validations:
         lines.append(
             f"| `{v.validation.name}` | {v.severity.value} | {v.validation.scope} | "
-            f"{v.validation.description} | {v.remediation} |"
+            f"{v.validation.description} | {v.remediation} | {_priced(v.validation)} |"
         )
     lines += [
         "",
@@ -102,6 +119,7 @@ def _json(policies: Sequence[CompiledPolicy]) -> str:
             "id": c.policy.id,
             "title": c.policy.title,
             "severity": c.policy.severity.value,
+            "severityFromImpact": c.policy.severity_from_impact,
             "scope": c.policy.scope,
             "params": {p.name: param_text(p, c.params[p.name]) for p in c.policy.params},
             "validations": [
@@ -111,6 +129,11 @@ def _json(policies: Sequence[CompiledPolicy]) -> str:
                     "scope": v.validation.scope,
                     "description": v.validation.description,
                     "remediation": v.remediation,
+                    "impact": (
+                        {"term": v.validation.impact_term, "param": v.validation.impact_param}
+                        if v.validation.impact_term
+                        else None
+                    ),
                 }
                 for v in c.validations
             ],

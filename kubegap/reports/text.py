@@ -4,10 +4,11 @@ rule, the message and the fix; then one summary line."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import groupby
 
-from kubegap.findings import Finding, Result, Severity, Summary
+from kubegap.durations import format_seconds
+from kubegap.findings import Finding, Result, Severity, Summary, WorkloadCost
 
 _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # all but the newline
 
@@ -34,19 +35,51 @@ def _block(finding: Finding) -> list[str]:
     lines = [printable(line) for line in lines]
     if finding.result is not Result.SKIP and finding.remediation:
         lines.append(f"            fix: {finding.remediation}")
+    if finding.impact is not None and finding.impact.saved is not None:
+        lines.append(f"            impact: {finding.impact.text()}")
     return lines
 
 
-def _order(finding: Finding) -> tuple[str, int, int, str, str]:
-    return (finding.file or "", finding.document or 0, finding.line or 0, finding.policy, finding.rule)
+Costs = Mapping[tuple[str, int], WorkloadCost]
 
 
-def render(findings: Sequence[Finding], summary: Summary) -> str:
+def costs_by_document(workloads: Sequence[WorkloadCost]) -> dict[tuple[str, int], WorkloadCost]:
+    return {(w.file or "", w.document or 0): w for w in workloads}
+
+
+def cost_line(cost: WorkloadCost) -> str:
+    """The object, what it is expected to lose, the best fix, and Young's interval as advice."""
+    line = f"{cost.ref.display()}: {cost.text()}"
+    if cost.young_hours is not None:
+        line += f"; Young's optimal checkpoint interval ≈ {format_seconds(round(cost.young_hours * 60) * 60)}"
+    return line
+
+
+def render(findings: Sequence[Finding], summary: Summary, workloads: Sequence[WorkloadCost] = ()) -> str:
+    """Files, then objects, most expensive first (expected GPU-hours lost a month), then by position."""
+    costs = costs_by_document(workloads)
+
+    def loss(f: Finding) -> float:
+        cost = costs.get((f.file or "", f.document or 0))
+        return cost.lost if cost else 0.0
+
+    file_loss: dict[str, float] = {}
+    for f in findings:
+        file_loss[f.file or ""] = max(file_loss.get(f.file or "", 0.0), loss(f))
+
+    def order(f: Finding) -> tuple[float, str, float, int, int, str, str]:
+        file = f.file or ""
+        return (-file_loss[file], file, -loss(f), f.document or 0, f.line or 0, f.policy, f.rule)
+
     out: list[str] = []
-    for file, group in groupby(sorted(findings, key=_order), key=lambda f: f.file or ""):
+    for file, group in groupby(sorted(findings, key=order), key=lambda f: f.file or ""):
         out.append(printable(file) or "(no file)")
-        for finding in group:
-            out.extend(_block(finding))
+        for document, in_document in groupby(group, key=lambda f: f.document or 0):
+            cost = costs.get((file, document))
+            if cost is not None:
+                out.append(printable(f"  {cost_line(cost)}"))
+            for finding in in_document:
+                out.extend(_block(finding))
         out.append("")
     if summary.unresolved:
         out.append(

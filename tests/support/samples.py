@@ -20,6 +20,7 @@ RECORD_FIELDS = frozenset(
         "line",
         "column",
         "unresolved",
+        "impact",
     }
 )
 

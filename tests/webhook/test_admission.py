@@ -19,11 +19,11 @@ from kubegap.webhook.engines import EngineSet
 from kubegap.webhook.metrics import ERRORS, REQUESTS, RESULTS, Metrics
 from kubegap.webhook.review import API_VERSION, KIND, BadReview
 
-from .conftest import PAYLOADS, payload
+from .conftest import PAYLOADS, PRICED_HIGH, payload
 
 MakeReviewer = Callable[..., Reviewer]
 ANNOTATION_KEY = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
-ENGINE = build_engine(Settings())
+ENGINE = build_engine(Settings(impact=PRICED_HIGH))
 KINDS = [
     ("", "Pod"),
     ("batch", "Job"),
@@ -150,14 +150,14 @@ def test_a_dry_run_is_decided_the_same_way(reviewer: MakeReviewer) -> None:
 
 def test_policy_actions_audit_only(reviewer: MakeReviewer) -> None:
     review = payload("job-update.json")
-    section = {"preset": "enforce", "actions": {"restart-budget": ["Audit"], "nccl-timeout": ["Warn"]}}
+    section = {"preset": "enforce", "actions": {"restart-budget": ["Audit"], "checkpoint-interval": ["Warn"]}}
     response = reviewer(section).review(review).review["response"]
     annotations = response["auditAnnotations"]
     assert annotations["audited"] == "restart-budget/auto-restart"
     assert "restart-budget" not in annotations["denied"] + annotations["warned"]
     assert not any(w.startswith("restart-budget/") for w in response["warnings"])
-    assert any(w.startswith("nccl-timeout/timeout-declared") for w in response["warnings"])
-    assert "nccl-timeout" not in response["status"]["message"]
+    assert any(w.startswith("checkpoint-interval/interval-declared") for w in response["warnings"])
+    assert "checkpoint-interval" not in response["status"]["message"]
     assert "gpu-nic-topology/no-transport-fallback" in response["status"]["message"]
 
 
@@ -183,10 +183,8 @@ def test_namespace_params_skip_and_actions(reviewer: MakeReviewer) -> None:
     pod["request"]["namespace"] = pod["request"]["object"]["metadata"]["namespace"] = "quiet"
     quiet = review.review(pod).review["response"]
     assert quiet["allowed"] is False  # health-probes still denies there
-    assert quiet["auditAnnotations"]["audited"].split(",") == [
-        "checkpoint-interval/interval-declared",
-        "nccl-timeout/timeout-declared",
-    ]
+    # torchrun's 10-minute default counts (RULES.md v2), so only the checkpoint rule is left to audit
+    assert quiet["auditAnnotations"]["audited"].split(",") == ["checkpoint-interval/interval-declared"]
 
 
 def test_an_object_the_engine_cannot_read_is_a_bad_review() -> None:

@@ -19,7 +19,7 @@ from kubegap.webhook.app import ServerState
 from kubegap.webhook.metrics import Metrics
 from kubegap.webhook.review import MAX_BODY_BYTES
 
-from .conftest import payload
+from .conftest import PRICED_HIGH, payload
 from .test_admission import FakeEngine, _check_contract, _fake_reviewer
 
 MakeReviewer = Callable[..., Reviewer]
@@ -49,12 +49,12 @@ def test_a_review_gets_a_200_admission_review(client: FlaskClient) -> None:
 
 
 def test_the_app_factory_builds_its_own_engine_from_settings() -> None:
-    app = create_app(Settings(webhook={"preset": "enforce"}, skip=("health-probes",)))
+    app = create_app(Settings(webhook={"preset": "enforce"}, skip=("gpu-nic-topology",), impact=PRICED_HIGH))
     assert isinstance(app, Flask)
-    reply = _post(app.test_client(), json.dumps(payload("pod-create.json")).encode())
+    reply = _post(app.test_client(), json.dumps(payload("job-update.json")).encode())
     assert reply.status_code == 200
-    assert "health-probes" not in reply.get_data(as_text=True)
-    assert "nccl-timeout" in reply.get_json()["response"]["status"]["message"]
+    assert "gpu-nic-topology" not in reply.get_data(as_text=True)
+    assert "restart-budget" in reply.get_json()["response"]["status"]["message"]
 
 
 def _deep_review(depth: int) -> bytes:

@@ -25,10 +25,11 @@ from kubegap.webhook.admission import Reviewer
 from kubegap.webhook.messages import MAX_WARNINGS, sort_key
 from kubegap.workloads import kind_info
 
+from .conftest import PRICED_HIGH
 from .test_admission import _check_contract
 
 MakeReviewer = Callable[..., Reviewer]
-ENGINE = build_engine(Settings())
+ENGINE = build_engine(Settings(impact=PRICED_HIGH))
 
 
 def _examples() -> list[tuple[str, manifests.Document]]:

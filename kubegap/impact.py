@@ -1,0 +1,159 @@
+"""The cost model: expected GPU-hours a training workload loses a month to failures, checkpoint saves and a
+slow network path (docs/cost-model.md).
+
+First-order Young/Daly model (J. W. Young, CACM 17(9), 1974; J. T. Daly, FGCS 22(3), 2006). Per failure a
+job loses the detection time D, the restart time R and on average half a checkpoint interval τ of work;
+every checkpoint blocks for its save time δ. A month is 720 h:
+
+    G = N · [F · (D + R + τ/2) + (720 h / τ) · δ] + N · 720 h · θ / (1 + θ),   F = N · λ · 720 h
+
+where θ is a throughput tax (a slower network path), and without checkpoints τ is the run length T and no
+save is paid. Young's optimum τ* = √(2 δ M), M = 720 h / F, is reported as advice. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kubegap import durations
+
+MONTH_HOURS = 720.0
+
+
+@dataclass(frozen=True, slots=True)
+class ImpactSettings:
+    """The `impact:` section of the config file (and `--set impact.NAME=VALUE`)."""
+
+    # Llama 3: 419 unexpected interruptions on 16,384 GPUs in 54 days = 1.97e-5 per GPU-hour
+    # (arXiv 2407.21783 §3.3.4); public reports range 1e-5 to 7e-5 (docs/cost-model.md).
+    failures_per_gpu_hour: float = 2e-5
+    restart_minutes: float = 10.0  # a controller restarts the job by itself
+    manual_recovery_minutes: float = 60.0  # a person notices, deletes and resubmits
+    checkpoint_save_seconds: float = 30.0  # a blocking save, when the manifest does not declare one
+    default_runtime_seconds: float = 72 * 3600.0  # a run with no declared length or deadline
+    high_gpu_hours: float = 500.0  # a fix worth at least this much a month is high
+    medium_gpu_hours: float = 50.0  # ... at least this much medium, below it low
+    # The MoE incident: a NIC down, NCCL rerouted a GPU's traffic, step time 8.4 s → 8.7 s (+3.6%).
+    throughput_tax: float = 0.036
+
+
+# config key -> (field, unit): durations are Go durations or numbers in the stated unit
+SETTING_KEYS: Mapping[str, tuple[str, str]] = {
+    "failuresPerGpuHour": ("failures_per_gpu_hour", "number"),
+    "restartMinutes": ("restart_minutes", "number"),
+    "manualRecoveryMinutes": ("manual_recovery_minutes", "number"),
+    "checkpointSaveSeconds": ("checkpoint_save_seconds", "number"),
+    "defaultRuntime": ("default_runtime_seconds", "duration"),
+    "highGpuHours": ("high_gpu_hours", "number"),
+    "mediumGpuHours": ("medium_gpu_hours", "number"),
+    "throughputTax": ("throughput_tax", "number"),
+}
+
+
+def settings_from(values: Mapping[str, Any], base: ImpactSettings | None = None) -> ImpactSettings:
+    """`impact:` values (config file or `--set`) over `base`; raises ValueError naming the key."""
+    changes: dict[str, float] = {}
+    for key, value in values.items():
+        if key not in SETTING_KEYS:
+            raise ValueError(f"impact.{key}: unknown setting; known: {', '.join(SETTING_KEYS)}")
+        name, unit = SETTING_KEYS[key]
+        text = str(value)
+        try:
+            number = durations.parse_go(text) if unit == "duration" else durations.parse_number(text)
+        except ValueError as err:
+            raise ValueError(f"impact.{key}: {err}") from None
+        if number <= 0 and name != "throughput_tax":
+            raise ValueError(f"impact.{key}: must be greater than 0, got {text}")
+        changes[name] = number
+    return replace(base or ImpactSettings(), **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One model input in hours, with where it came from (shown to the user beside the figure)."""
+
+    hours: float
+    source: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "hours": round(self.hours, 6),
+            "text": durations.format_seconds(self.hours * 3600),
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    gpus: int  # N
+    failures_per_gpu_hour: float  # λ
+    detection: Term  # D
+    restart: Term  # R
+    interval: Term | None  # τ; None: no checkpoint is taken, all work since the start is lost
+    runtime: Term  # T, capped at a month
+    save: Term  # δ
+    tax: float = 0.0  # θ, while a finding that slows every step fails
+
+    @property
+    def failures(self) -> float:
+        """F: expected failures a month."""
+        return self.gpus * self.failures_per_gpu_hour * MONTH_HOURS
+
+    @property
+    def rework(self) -> float:
+        """τ in hours: the interval, or the whole run when nothing is saved."""
+        return self.interval.hours if self.interval else self.runtime.hours
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "gpus": self.gpus,
+            "failuresPerMonth": round(self.failures, 4),
+            "detection": self.detection.to_json(),
+            "restart": self.restart.to_json(),
+            "checkpointInterval": self.interval.to_json() if self.interval else None,
+            "runtime": self.runtime.to_json(),
+            "checkpointSave": self.save.to_json(),
+            "throughputTax": self.tax,
+        }
+
+
+def lost_gpu_hours(inputs: Inputs) -> float:
+    """G: expected GPU-hours lost a month."""
+    per_failure = inputs.detection.hours + inputs.restart.hours + inputs.rework / 2
+    saves = MONTH_HOURS / inputs.interval.hours * inputs.save.hours if inputs.interval else 0.0
+    slow = MONTH_HOURS * inputs.tax / (1 + inputs.tax)
+    return inputs.gpus * (inputs.failures * per_failure + saves + slow)
+
+
+def young_interval(inputs: Inputs) -> float | None:
+    """Young's optimal checkpoint interval in hours, √(2 δ M); None when no failure is expected."""
+    if inputs.failures <= 0:
+        return None
+    mtbf = MONTH_HOURS / inputs.failures
+    return math.sqrt(2 * inputs.save.hours * mtbf)
+
+
+def severity_for(saved: float, settings: ImpactSettings) -> str:
+    """The severity a fix worth `saved` GPU-hours a month earns."""
+    if saved >= settings.high_gpu_hours:
+        return "high"
+    if saved >= settings.medium_gpu_hours:
+        return "medium"
+    return "low"
+
+
+def gpu_hours_text(value: float) -> str:
+    """≈ 570k, ≈ 1.2M, ≈ 36, ≈ 0.5: a figure people read at a glance."""
+    magnitude = abs(value)
+    if magnitude >= 1e6:
+        return f"{value / 1e6:.1f}M"
+    if magnitude >= 1e4:
+        return f"{value / 1e3:.0f}k"
+    if magnitude >= 1e3:
+        return f"{value / 1e3:.1f}k"
+    if magnitude >= 10:
+        return f"{value:.0f}"
+    return f"{value:.2g}"

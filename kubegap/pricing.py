@@ -1,0 +1,236 @@
+"""Facts and findings priced by the cost model: what a workload is expected to lose a month, and what fixing
+each failing rule would save (docs/cost-model.md). Pure: no I/O.
+
+A policy names, per validation, the model term its fix changes (`impact: {term, param}`): the fix sets that
+term to the compliant value the policy asks for, and the saving is G now minus G with that term fixed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kubegap import durations
+from kubegap.facts import ObjectFacts
+from kubegap.findings import Finding, Impact, ObjectRef, Result, Severity, WorkloadCost
+from kubegap.impact import ImpactSettings, Inputs, Term, lost_gpu_hours, severity_for, young_interval
+
+HANG_HOURS = 0.5  # IL-0421: a collective with nothing to end it hung 30 minutes until the agent killed it
+ASYNC_VARIABLES = ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING")
+
+
+@dataclass(frozen=True, slots=True)
+class Situation:
+    """What the manifest says about each model term, before the terms are combined into Inputs."""
+
+    gpus: int
+    timeout: Term | None  # the effective collective timeout: explicit, else the framework's default
+    hang: bool  # asynchronous error handling is off: a timed-out collective does not end the rank
+    liveness: Term | None  # the liveness window, when every training container has a probe
+    auto_restart: bool
+    restart_detail: str
+    interval: Term | None
+    interval_note: str | None  # why no interval counts (switched off, steps without step time, unseen)
+    runtime: Term
+    save: Term
+    slow: bool = False  # a rule that taxes every step (a slow network path) fails
+
+
+def _hours(seconds: float, source: str) -> Term:
+    return Term(seconds / 3600.0, source)
+
+
+def _trainers(facts: ObjectFacts) -> list[Mapping[str, Any]]:
+    units = facts.units.get("container", ())
+    return [u.bindings["container"] for u in units if u.bindings["container"]["accelerators"] > 0]
+
+
+def _timeout(trainers: Sequence[Mapping[str, Any]]) -> Term | None:
+    """The longest effective timeout; None when some training container has none (nothing ends a hang)."""
+    found: list[Term] = []
+    for container in trainers:
+        timeout = container.get("collectiveTimeout")
+        if timeout is None:
+            return None
+        found.append(_hours(timeout["seconds"], timeout["source"]))
+    return max(found, key=lambda t: t.hours) if found else None
+
+
+def _liveness(trainers: Sequence[Mapping[str, Any]]) -> Term | None:
+    windows = [c.get("liveness") for c in trainers]
+    if not windows or any(w is None for w in windows):
+        return None
+    longest = max(w["windowSeconds"] for w in windows if w is not None)
+    return _hours(longest, "liveness probe window")
+
+
+def _declared(value: Mapping[str, Any] | None, fallback: float, what: str) -> Term:
+    if value is not None:
+        return _hours(value["seconds"], value["source"])
+    return _hours(fallback, f"impact.{what} (default)")
+
+
+def situation(facts: ObjectFacts, settings: ImpactSettings) -> Situation | None:
+    """None for what the model does not price: nodes and workloads that do not train on accelerators."""
+    own = facts.facts
+    gpus = int(own.get("totalAccelerators", 0))
+    if not own.get("training") or gpus < 1:
+        return None
+    trainers = _trainers(facts)
+    checkpoint = own.get("checkpoint", {})
+    restart = own.get("restart")
+    deadline = own.get("deadlineSeconds")
+    declared_runtime = own.get("expectedRuntime")
+    if declared_runtime is not None:
+        runtime = _hours(declared_runtime["seconds"], declared_runtime["source"])
+    elif deadline is not None:
+        runtime = _hours(deadline, "activeDeadlineSeconds")
+    else:
+        runtime = _hours(settings.default_runtime_seconds, "impact.defaultRuntime (default)")
+    if runtime.hours > 720.0:
+        runtime = Term(720.0, f"{runtime.source}, capped at a month")
+    interval = checkpoint.get("interval")
+    note = None
+    if "disabled" in checkpoint:
+        interval, note = None, f"checkpointing is switched off by {checkpoint['disabled']['source']}"
+    elif interval is None and "steps" in checkpoint:
+        note = f"{checkpoint['steps']['source']} with no declared step time"
+    elif interval is None:
+        note = "no checkpoint interval is set"
+    return Situation(
+        gpus=gpus,
+        timeout=_timeout(trainers),
+        hang=any(c.get("env", {}).get(v) == "0" for c in trainers for v in ASYNC_VARIABLES),
+        liveness=_liveness(trainers),
+        auto_restart=bool(restart and restart["enabled"]),
+        restart_detail=restart["detail"] if restart else f"{own.get('kind')} restarts nothing by itself",
+        interval=_hours(interval["seconds"], interval["source"]) if interval else None,
+        interval_note=note,
+        runtime=runtime,
+        save=_declared(checkpoint.get("saveTime"), settings.checkpoint_save_seconds, "checkpointSaveSeconds"),
+    )
+
+
+def inputs(s: Situation, settings: ImpactSettings) -> Inputs:
+    if s.hang:
+        detection = Term(HANG_HOURS, "asynchronous error handling is off: a stuck collective hangs")
+    elif s.timeout is None:
+        detection = Term(HANG_HOURS, "no collective timeout is known: assumed the 30-minute hang of IL-0421")
+    else:
+        detection = s.timeout
+    if s.liveness is not None and s.liveness.hours < detection.hours:
+        detection = s.liveness
+    minutes = settings.restart_minutes if s.auto_restart else settings.manual_recovery_minutes
+    setting = "impact.restartMinutes" if s.auto_restart else "impact.manualRecoveryMinutes"
+    restart = Term(minutes / 60.0, f"{setting}: {s.restart_detail}")
+    interval = s.interval
+    runtime = s.runtime
+    if interval is None:  # all work since the start is lost: say why the run length stands in
+        runtime = Term(s.runtime.hours, f"{s.interval_note}: the run length, {s.runtime.source}")
+    return Inputs(
+        gpus=s.gpus,
+        failures_per_gpu_hour=settings.failures_per_gpu_hour,
+        detection=detection,
+        restart=restart,
+        interval=interval,
+        runtime=runtime,
+        save=s.save,
+        tax=settings.throughput_tax if s.slow else 0.0,
+    )
+
+
+# term -> how its fix changes the situation, given the policy parameter (seconds) it names, if any
+Fix = Callable[[Situation, float | None], Situation]
+
+
+def _fix_interval(s: Situation, limit: float | None) -> Situation:
+    assert limit is not None
+    if s.interval is not None and s.interval.hours * 3600 <= limit:
+        return s
+    return replace(s, interval=_hours(limit, f"the policy maximum, {durations.format_seconds(limit)}"))
+
+
+def _fix_timeout(s: Situation, limit: float | None) -> Situation:
+    assert limit is not None
+    if s.timeout is not None and s.timeout.hours * 3600 <= limit:
+        return s
+    return replace(s, timeout=_hours(limit, f"the policy maximum, {durations.format_seconds(limit)}"))
+
+
+def _fix_liveness(s: Situation, window: float | None) -> Situation:
+    assert window is not None
+    return s if s.liveness is not None else replace(s, liveness=_hours(window, "the policy's minimum window"))
+
+
+FIXES: Mapping[str, Fix] = {
+    "checkpointInterval": _fix_interval,
+    "collectiveTimeout": _fix_timeout,
+    "asyncErrorHandling": lambda s, _: replace(s, hang=False),
+    "livenessProbe": _fix_liveness,
+    "autoRestart": lambda s, _: replace(s, auto_restart=True, restart_detail="restarts by itself"),
+    "throughputTax": lambda s, _: replace(s, slow=False),
+}
+TERMS_WITH_PARAM = frozenset({"checkpointInterval", "collectiveTimeout", "livenessProbe"})
+
+
+@dataclass(frozen=True, slots=True)
+class Pricing:
+    """How one validation's fix is priced: the model term and the parameter value (seconds) it sets."""
+
+    term: str
+    limit: float | None
+    severity_from_impact: bool
+
+
+def price(
+    ref: ObjectRef,
+    results: Sequence[Finding],
+    base: Situation,
+    pricing: Mapping[tuple[str, str], Pricing],
+    settings: ImpactSettings,
+) -> tuple[tuple[Finding, ...], WorkloadCost]:
+    """Each failing finding with what its fix saves (and, where the policy says so, a severity to match),
+    and the workload's expected loss."""
+    failing = [f for f in results if f.result is Result.FAIL]
+    now_situation = replace(base, slow=_taxed(failing, pricing))
+    now_inputs = inputs(now_situation, settings)
+    now = lost_gpu_hours(now_inputs)
+    priced = [_priced(f, now_situation, now, pricing, settings) for f in results]
+    savings = {(f.policy, f.rule): f.impact.saved for f in priced if f.impact and f.impact.saved is not None}
+    cost = WorkloadCost(
+        ref=ref,
+        gpus=base.gpus,
+        lost=now,
+        inputs=now_inputs,
+        young_hours=young_interval(now_inputs),
+        savings=tuple(sorted(savings.items(), key=lambda item: -item[1])),
+    )
+    return tuple(priced), cost
+
+
+def _taxed(failing: Iterable[Finding], pricing: Mapping[tuple[str, str], Pricing]) -> bool:
+    return any(
+        (p := pricing.get((f.policy, f.rule))) is not None and p.term == "throughputTax" for f in failing
+    )
+
+
+def _priced(
+    finding: Finding,
+    now_situation: Situation,
+    now: float,
+    pricing: Mapping[tuple[str, str], Pricing],
+    settings: ImpactSettings,
+) -> Finding:
+    if finding.result is not Result.FAIL:
+        return finding
+    how = pricing.get((finding.policy, finding.rule))
+    if how is None:
+        reason = "the cost model does not price this rule"
+        return replace(finding, impact=Impact(None, reason, inputs(now_situation, settings), None))
+    fixed = inputs(FIXES[how.term](now_situation, how.limit), settings)
+    saved = now - lost_gpu_hours(fixed)
+    impact = Impact(saved, None, inputs(now_situation, settings), fixed)
+    if not how.severity_from_impact:
+        return replace(finding, impact=impact)
+    return replace(finding, impact=impact, severity=Severity(severity_for(saved, settings)))
