@@ -46,7 +46,9 @@ def write(
         else:
             out.write(junit.render(findings, policies))
     elif fmt == "json":
-        extra = {"coverage": result.coverage.to_json()}
+        # the costliest training workloads (the offenders), so a cluster's JSON stays small
+        workloads = [o.cost.to_json() for o in result.offenders if o.cost is not None]
+        extra = {"coverage": result.coverage.to_json(), "workloads": workloads}
         jsonout.write(out, result.spool.findings("listed"), result.summary, extra)
     elif fmt == "policyreport":
         # The coverage rides along as a comment: PolicyReport has no field for it, and a report that

@@ -24,7 +24,7 @@ from kubegap.audit.scope import AuditScope
 from kubegap.audit.spool import Spool
 from kubegap.audit.transport import ApiFailure, TransportError
 from kubegap.evaluate import Context, DeadlineExceeded, Evaluation
-from kubegap.findings import ObjectRef, Result, Severity, Summary
+from kubegap.findings import ObjectRef, Result, Severity, Summary, WorkloadCost
 from kubegap.workloads import SUPPORTED_KINDS, KindInfo
 
 log = logging.getLogger(__name__)
@@ -44,11 +44,13 @@ class Progress(Protocol):
 
 @dataclass(frozen=True, slots=True, order=True)
 class Offender:
+    lost: float  # expected GPU-hours lost a month (docs/cost-model.md); 0 where the model prices nothing
     rank: int  # worst severity's rank
     failures: int
     gpus: int
     ref: ObjectRef = field(compare=False)
     roles: tuple[str, ...] = field(compare=False)
+    cost: WorkloadCost | None = field(default=None, compare=False)
 
     @property
     def severity(self) -> Severity:
@@ -112,7 +114,7 @@ class Auditor:
         if self.configmaps is not None:
             self.coverage.problems.extend(self.configmaps.problems)
         self.result.offenders = sorted(
-            self._heap, key=lambda o: (-o.rank, -o.failures, -o.gpus, o.ref.display())
+            self._heap, key=lambda o: (-o.lost, -o.rank, -o.failures, -o.gpus, o.ref.display())
         )
         return self.result
 
@@ -221,7 +223,9 @@ class Auditor:
         if failing:
             roles = tuple(sorted({f.role for f in failing if f.role}))
             worst = max(f.severity.rank for f in failing)
-            offender = Offender(worst, len(failing), gpu_count(obj), evaluation.ref, roles)
+            cost = evaluation.cost
+            lost, gpus = (cost.lost, cost.gpus) if cost else (0.0, gpu_count(obj))
+            offender = Offender(lost, worst, len(failing), gpus, evaluation.ref, roles, cost)
             if len(self._heap) < self.top:
                 heapq.heappush(self._heap, offender)
             elif offender > self._heap[0]:

@@ -10,6 +10,7 @@ from typing import TextIO, cast
 from kubegap.audit.coverage import Coverage
 from kubegap.audit.runner import AuditResult, Offender
 from kubegap.findings import Finding, Result, Severity
+from kubegap.impact import gpu_hours_text
 from kubegap.reports.text import printable, summary_line
 
 _RANKS = {s.value: s.rank for s in Severity}
@@ -55,14 +56,22 @@ def _rules(out: TextIO, result: AuditResult) -> None:
 
 
 def _offenders(out: TextIO, offenders: list[Offender]) -> None:
-    out.write("Worst offenders\n")
+    out.write("Worst offenders (expected GPU-hours lost a month, docs/cost-model.md)\n")
     if not offenders:
         out.write("  none\n\n")
         return
-    out.write(f"  {'SEVERITY':<8} {'FAILS':>5} {'GPUS':>6}  OBJECT  (roles)\n")
+    out.write(f"  {'GPU-H/MO':>8} {'SEVERITY':<8} {'FAILS':>5} {'GPUS':>6}  OBJECT  (roles; best fix)\n")
     for o in offenders:
-        roles = f"  ({', '.join(o.roles)})" if o.roles else ""
-        out.write(f"  {o.severity.value:<8} {o.failures:>5} {o.gpus:>6}  {o.ref.display()}{roles}\n")
+        notes = list(o.roles)
+        best = o.cost.savings[0] if o.cost and o.cost.savings and o.cost.savings[0][1] > 0 else None
+        if best:
+            (policy, rule), saved = best
+            notes.append(f"fixing {policy}/{rule} saves ≈ {gpu_hours_text(saved)}")
+        lost = f"≈ {gpu_hours_text(o.lost)}" if o.cost else "-"
+        extra = f"  ({'; '.join(notes)})" if notes else ""
+        out.write(
+            f"  {lost:>8} {o.severity.value:<8} {o.failures:>5} {o.gpus:>6}  {o.ref.display()}{extra}\n"
+        )
     out.write("\n")
 
 

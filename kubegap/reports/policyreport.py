@@ -61,6 +61,12 @@ class PolicyReport(TypedDict):
     results: list[ReportResult]
 
 
+def _saved(finding: Finding) -> str:
+    """PolicyReport properties are strings: the saving the fix brings, rounded, or nothing."""
+    impact = finding.impact
+    return f"{impact.saved:.1f}" if impact is not None and impact.saved is not None else ""
+
+
 def result_entry(finding: Finding, timestamp: int, uid: str | None = None) -> ReportResult:
     ref = finding.object
     resource: ResourceRef = {"apiVersion": ref.api_version, "kind": ref.kind, "name": ref.name}
@@ -74,6 +80,7 @@ def result_entry(finding: Finding, timestamp: int, uid: str | None = None) -> Re
         "path": finding.path or "",
         "remediation": finding.remediation,
         "unresolved": ", ".join(finding.unresolved),
+        "savedGpuHoursPerMonth": _saved(finding),
     }
     return {
         "policy": finding.policy,

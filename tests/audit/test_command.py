@@ -57,12 +57,15 @@ def test_exit_codes(capsys: pytest.CaptureFixture[str], failing: ApiServer, kube
     assert run(capsys, *k, "--allow-incomplete")[0] == 1
 
 
+OFFENDERS = "Worst offenders (expected GPU-hours lost a month, docs/cost-model.md)"
+
+
 def test_clean_cluster_exits_zero(
     capsys: pytest.CaptureFixture[str], healthy: ApiServer, kubeconfig: Path
 ) -> None:
     code, out, _ = run(capsys, "--kubeconfig", str(kubeconfig))
     assert code == 0
-    assert "Coverage: complete" in out and "Worst offenders\n  none" in out
+    assert "Coverage: complete" in out and f"{OFFENDERS}\n  none" in out
 
 
 def test_json_carries_findings_summary_and_coverage(
@@ -70,7 +73,10 @@ def test_json_carries_findings_summary_and_coverage(
 ) -> None:
     _, out, _ = run(capsys, "--kubeconfig", str(kubeconfig), "--format", "json")
     doc = json.loads(out)
-    assert list(doc) == ["findings", "summary", "coverage"]
+    assert list(doc) == ["findings", "summary", "coverage", "workloads"]
+    [workload] = doc["workloads"]  # the training workload, priced (the Node is not a workload)
+    assert workload["object"]["name"] == "job" and workload["totalGpus"] == 16
+    assert workload["lostGpuHoursPerMonth"] > 0
     assert {f["object"]["kind"] for f in doc["findings"]} == {"PyTorchJob", "Node"}
     assert all(f["file"] is None and f["line"] is None for f in doc["findings"])
     assert doc["summary"]["objects"] == 3 and doc["coverage"]["complete"] is True
@@ -81,9 +87,10 @@ def test_text_lists_offenders_with_gpus_and_roles(
     capsys: pytest.CaptureFixture[str], failing: ApiServer, kubeconfig: Path
 ) -> None:
     _, out, _ = run(capsys, "--kubeconfig", str(kubeconfig))
-    offenders = out.split("Worst offenders\n")[1].split("\n\n")[0].splitlines()
-    assert offenders[1].split() == ["high", "6", "16", "PyTorchJob/ml/job", "(Worker)"]
-    assert offenders[2].split() == ["high", "1", "8", "Node/gpu-0"]
+    offenders = out.split(f"{OFFENDERS}\n")[1].split("\n\n")[0].splitlines()
+    assert offenders[1].split()[:7] == ["≈", "539", "high", "6", "16", "PyTorchJob/ml/job", "(Worker;"]
+    assert offenders[1].endswith("fixing gpu-nic-topology/nic-attached saves ≈ 400)")
+    assert offenders[2].split() == ["-", "high", "1", "8", "Node/gpu-0"]
     assert out.index("Failing rules by namespace") < out.index("Worst offenders") < out.index("Findings")
     assert out.index("Findings") < out.index("Coverage: complete")
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
-from kubegap.findings import Finding, ObjectRef, Result, Severity
+from kubegap.findings import Finding, Impact, ObjectRef, Result, Severity
+from kubegap.impact import Inputs, Term
 from kubegap.webhook import messages
 
 REF = ObjectRef("kubeflow.org/v1", "PyTorchJob", "research", "llama")
@@ -92,3 +94,15 @@ def test_annotation_values_are_unique_and_bounded() -> None:
     shown = value.split(",")[:-1]
     rest = int(re.fullmatch(r"\+(\d+) more", value.split(",")[-1]).group(1))  # type: ignore[union-attr]
     assert shown == many[: len(shown)] and len(shown) + rest == 200
+
+
+def test_a_priced_finding_says_what_its_fix_is_worth_in_ascii() -> None:
+    base = Inputs(4096, 2e-5, Term(0.5, "d"), Term(1, "r"), None, Term(72, "t"), Term(0.01, "s"))
+    priced = replace(_finding("interval-bounded"), impact=Impact(298_400.0, None, base, base))
+    line = messages.warning_line(priced)
+    assert line.startswith("nccl-timeout/interval-bounded (fix saves ~298k GPU-h/mo) [Worker/trainer]: ")
+    assert line.isascii()
+    assert "(fix saves" not in messages.warning_line(_finding("interval-bounded"))
+    assert "[high] nccl-timeout/interval-bounded (fix saves ~298k GPU-h/mo) (role Worker" in messages.denial(
+        REF, [priced]
+    )
