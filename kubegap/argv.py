@@ -61,7 +61,7 @@ _PIECE = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)|([^\s'"\\;&|()]+)"""
 _DQ_ESCAPE = re.compile(r"""\\([\\"$`])""")
 
 
-def _is_shell(word: str) -> bool:
+def is_shell(word: str) -> bool:
     return word.rsplit("/", 1)[-1] in _SHELLS
 
 
@@ -75,7 +75,7 @@ def _opens_script(words: Sequence[tuple[str, FieldPath]], position: int) -> bool
         return False
     for previous, _ in reversed(words[:position]):
         if not previous.startswith("-"):
-            return _is_shell(previous)
+            return is_shell(previous)
     return False
 
 

@@ -21,7 +21,7 @@ from kubegap.config import Settings
 from kubegap.errors import KubegapError
 from kubegap.facts import Unit
 from kubegap.fieldpath import render
-from kubegap.findings import Finding, ObjectRef, Result, Severity, WorkloadCost
+from kubegap.findings import UNRESOLVED_COUNT, Finding, ObjectRef, Result, Severity, WorkloadCost
 from kubegap.impact import ImpactSettings
 from kubegap.policy import EXEMPTION_PREFIX, EXEMPTION_REASON, INVALID_DECLARATION
 from kubegap.workloads import kind_info, workload_of
@@ -113,7 +113,7 @@ class Engine:
             configmaps = context.configmaps if context else {}
             gathered = facts_module.gather(obj, workload, self.catalogue, configmaps)
         run = Run(self.backend, self.group_of, obj, ref, gathered, deadline)
-        results: list[Finding] = []
+        results: list[Finding] = [_unsized(ref, u) for u in gathered.unsized]
         for policy in self.compiled:
             if deadline is not None and time.monotonic() > deadline:
                 raise DeadlineExceeded(f"evaluation of {ref.display()} ran past its deadline")
@@ -123,6 +123,24 @@ class Engine:
             return Evaluation(ref, True, tuple(results))
         priced, cost = pricing.price(ref, results, situation, self.pricing, self.impact)
         return Evaluation(ref, True, priced, cost)
+
+
+def _unsized(ref: ObjectRef, found: facts_module.UnreadableCount) -> Finding:
+    message = (
+        f"{found.resource}: {found.text!r} is not a whole number, so these accelerators count 0 and rules "
+        "that depend on the job's size may not apply"
+    )
+    fix = "Write the count as a number (render templates first, e.g. helm template or kustomize build)."
+    return Finding(
+        UNRESOLVED_COUNT,
+        "resources",
+        Severity.MEDIUM,
+        Result.FAIL,
+        message,
+        fix,
+        ref,
+        path=render(found.path),
+    )
 
 
 def _pricing(policies: Sequence[CompiledPolicy]) -> dict[tuple[str, str], pricing.Pricing]:

@@ -10,13 +10,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubegap import argv, durations, env, jobs, mpi, nodes, raw, readings
+from kubegap import argv, durations, env, jobs, mpi, nodes, purpose, raw, readings
 from kubegap.fieldpath import FieldPath, render
 from kubegap.knobs import Catalogue
 from kubegap.quantities import count
 from kubegap.workloads import Container, PodTemplate, Workload
 
-SERVING_LABEL = "kubegap.dev/workload"
 _HIDDEN_FORWARD = "mpirun -x {} (launcher value not visible)"
 
 
@@ -42,11 +41,21 @@ class InvalidDeclaration:
 
 
 @dataclass(frozen=True, slots=True)
+class UnreadableCount:
+    """An accelerator count kubegap cannot read (`${GPUS}`, `__SLOTS__`, empty): it counts 0, and says so."""
+
+    resource: str
+    text: str
+    path: FieldPath
+
+
+@dataclass(frozen=True, slots=True)
 class ObjectFacts:
     facts: Mapping[str, Any]
     units: Mapping[str, tuple[Unit, ...]]
     invalid: tuple[InvalidDeclaration, ...] = ()
     unresolved: tuple[str, ...] = ()
+    unsized: tuple[UnreadableCount, ...] = ()
 
 
 @dataclass(slots=True)
@@ -81,6 +90,24 @@ def resource_counts(container: Mapping[str, Any]) -> dict[str, int]:
     counts = {str(k): count(v) for k, v in raw.mapping(resources.get("requests")).items()}
     counts.update({str(k): count(v) for k, v in raw.mapping(resources.get("limits")).items()})
     return counts
+
+
+def unreadable_counts(catalogue: Catalogue, container: Container) -> list[UnreadableCount]:
+    """Accelerator requests and limits that are not whole numbers (RULES.md v2 `unresolved-count`)."""
+    resources = raw.mapping(container.spec.get("resources"))
+    found = []
+    for section in ("limits", "requests"):
+        for name, value in raw.mapping(resources.get(section)).items():
+            if catalogue.is_accelerator(str(name)) and count(value) == 0 and not _zero(value):
+                path = (*container.path, "resources", section, str(name))
+                found.append(UnreadableCount(str(name), "" if value is None else str(value), path))
+    return found
+
+
+def _zero(value: Any) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool) and value <= 0) or (
+        isinstance(value, str) and value.strip() == "0"
+    )
 
 
 def _seconds(value: float, source: str, path: FieldPath) -> dict[str, Any]:
@@ -250,13 +277,17 @@ def _longest_declared(scratch: _Scratch, setting: str, templates: list[PodTempla
     return _seconds(*max(found, key=lambda d: d[0])) if found else None
 
 
-def _training(workload: Workload, metadata: Mapping[str, Any], accelerators: int) -> bool:
-    label = raw.mapping(metadata.get("labels")).get(SERVING_LABEL)
-    if label == "training":
-        return True
-    if label == "inference":
-        return False
-    return accelerators >= 1 and not workload.serving
+def _purpose(
+    workload: Workload, metadata: Mapping[str, Any], accelerators: int, seen: list[str | None]
+) -> str:
+    """RULES.md §1 "Training workload" and v2 "purpose": the declaration, else serving kinds and workloads
+    without accelerators are not training work, else what the commands say."""
+    declared = purpose.declared(metadata)
+    if declared is not None:
+        return declared
+    if accelerators < 1 or workload.serving:
+        return purpose.INFERENCE
+    return purpose.of_workload(seen)
 
 
 def gather(
@@ -272,6 +303,7 @@ def gather(
     containers: list[Unit] = []
     per_template: list[tuple[PodTemplate, list[readings.Reading]]] = []
     trainers: list[dict[str, Any]] = []
+    purposes: list[str | None] = []
     totals = {"totalGpus": 0, "gpuPods": 0, "totalAccelerators": 0}
     for template in workload.templates:
         annotations = (
@@ -288,6 +320,8 @@ def gather(
             cmd, own_counts = parsed[id(container)], counts[id(container)]
             facts, found = _container(scratch, template, container, cmd, own_counts, reach)
             own.append(facts)
+            if facts["accelerators"] > 0 or cmd.launches_mpi:  # where the work is, or what starts it
+                purposes.append(purpose.of_container(cmd, "framework" in facts))
             if facts["accelerators"] > 0:
                 found_here += found
                 trainers.append(facts)
@@ -310,7 +344,7 @@ def gather(
             )
             for c, container in zip(own, template.containers, strict=True)
         ]
-    facts = _workload_facts(obj, workload, metadata, totals)
+    facts = _workload_facts(obj, workload, metadata, totals, purposes)
     facts["checkpoint"] = _checkpoint(scratch, per_template, trainers)
     runtime = _longest_declared(scratch, "expectedRuntime", list(workload.templates))
     if runtime:
@@ -328,17 +362,26 @@ def gather(
         {"workload": (workload_unit,), "template": tuple(templates), "container": tuple(containers)},
         tuple(scratch.invalid.values()),
         tuple(dict.fromkeys(scratch.unresolved)),
+        tuple(u for c in every for u in unreadable_counts(catalogue, c)),
     )
 
 
 def _workload_facts(
-    obj: Mapping[str, Any], workload: Workload, metadata: Mapping[str, Any], totals: dict[str, int]
+    obj: Mapping[str, Any],
+    workload: Workload,
+    metadata: Mapping[str, Any],
+    totals: dict[str, int],
+    purposes: list[str | None],
 ) -> dict[str, Any]:
+    what = _purpose(workload, metadata, totals["totalAccelerators"], purposes)
     facts: dict[str, Any] = {
         "kind": workload.kind,
         "group": workload.group,
         **totals,
-        "training": _training(workload, metadata, totals["totalAccelerators"]),
+        "purpose": what,
+        "training": what == purpose.TRAINING,
+        # benchmarks and diagnostics need the fast network path as much as training does
+        "gpuWork": what in (purpose.TRAINING, purpose.BENCHMARK, purpose.DIAGNOSTIC),
         "distributed": totals["totalGpus"] > 1,
         "multiNode": totals["gpuPods"] > 1,
     }

@@ -35,6 +35,8 @@ class Severity(enum.Enum):
         return self.rank < other.rank
 
 
+UNRESOLVED_COUNT = "unresolved-count"  # an engine rule: an accelerator count kubegap cannot read
+
 _RANK = {Severity.INFO: 0, Severity.LOW: 1, Severity.MEDIUM: 2, Severity.HIGH: 3, Severity.CRITICAL: 4}
 
 
@@ -218,12 +220,16 @@ class Summary:
     objects: int = 0  # supported objects evaluated
     not_applicable: int = 0  # documents of kinds no policy reads, or no policy applied to
     invalid: int = 0  # documents that could not be read
+    unsized: int = 0  # objects with an accelerator count kubegap could not read
     results: Counter[str] = field(default_factory=Counter)  # by Result value, passes included
     severities: Counter[str] = field(default_factory=Counter)  # failing findings by severity
     # object -> sources whose values could not be seen (Secrets, absent ConfigMaps), passes included
     unresolved: dict[str, list[str]] = field(default_factory=dict)
 
     def add(self, results: Iterable[Finding]) -> None:
+        results = list(results)
+        if any(f.policy == UNRESOLVED_COUNT for f in results):
+            self.unsized += 1
         for finding in results:
             self.results[finding.result.value] += 1
             if finding.result is Result.FAIL:
@@ -236,6 +242,7 @@ class Summary:
         self.objects += other.objects
         self.not_applicable += other.not_applicable
         self.invalid += other.invalid
+        self.unsized += other.unsized
         self.results.update(other.results)
         self.severities.update(other.severities)
         for name, sources in other.unresolved.items():
@@ -247,6 +254,7 @@ class Summary:
             "objects": self.objects,
             "notApplicable": self.not_applicable,
             "invalid": self.invalid,
+            "unsized": self.unsized,
             "results": {r.value: self.results.get(r.value, 0) for r in Result},
             "failuresBySeverity": {s.value: self.severities.get(s.value, 0) for s in Severity},
             "unresolved": self.unresolved,

@@ -15,7 +15,7 @@ from kubegap import cel
 from kubegap.config import Settings
 from kubegap.errors import KubegapError
 from kubegap.evaluate import MAX_DEPTH, Context, DeadlineExceeded, Engine, Evaluation, build_engine
-from kubegap.findings import Finding, ObjectRef, Result, Severity
+from kubegap.findings import Finding, ObjectRef, Result, Severity, Summary
 
 
 def policy_text(pid: str, scope: str, validations: str, applies_to: str = "true", extra: str = "") -> str:
@@ -581,3 +581,40 @@ def test_blank_template_exemption_does_not_hide_a_reasoned_workload_one() -> Non
         ("exemption-reason", "fail"),
     }
     assert next(r for r in results if r.rule == "liveness-probe").message == "exempted: smoke test"
+
+
+def _templated(value: Any) -> dict[str, Any]:
+    """A one-container PyTorchJob whose GPU limit is `value` (a CPU count it cannot read beside it)."""
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "templated", "namespace": "ml"},
+        "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 4, "template": {"spec": {"containers": [
+            {"name": "trainer", "image": "t", "command": ["torchrun", "train.py"],
+             "resources": {"limits": {"nvidia.com/gpu": value, "cpu": "${CPUS}"}}},
+        ]}}}}},
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("value", ["${GPUS}", "__SLOTS__", None, "8x", True])
+def test_an_accelerator_count_that_cannot_be_read_is_a_finding(value: Any) -> None:
+    evaluation = build_engine(Settings()).evaluate(_templated(value))
+    [finding] = evaluation.findings  # it counts 0 GPUs, so nothing else applies: the finding says why
+    assert (finding.policy, finding.rule, finding.severity) == (
+        "unresolved-count",
+        "resources",
+        Severity.MEDIUM,
+    )
+    assert finding.path == (
+        "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].resources.limits['nvidia.com/gpu']"
+    )
+    assert "not a whole number" in finding.message
+    summary = Summary()
+    summary.add(evaluation.results)
+    assert summary.to_json()["unsized"] == 1
+
+
+@pytest.mark.parametrize("value", [0, "0", 8, "8"])
+def test_a_readable_count_is_no_finding(value: Any) -> None:
+    findings = build_engine(Settings()).evaluate(_templated(value)).findings
+    assert not [f for f in findings if f.policy == "unresolved-count"]

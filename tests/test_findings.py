@@ -132,6 +132,7 @@ def test_summary_counts_results_and_failing_severities() -> None:
         "objects": 2,
         "notApplicable": 1,
         "invalid": 1,
+        "unsized": 0,
         "results": {"pass": 1, "fail": 2, "error": 1, "skip": 1},
         "failuresBySeverity": {"critical": 0, "high": 1, "medium": 1, "low": 0, "info": 0},
         "unresolved": {},

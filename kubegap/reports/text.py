@@ -105,6 +105,7 @@ def summary_line(summary: Summary) -> str:
         f"{summary.results['error']} error(s)" if summary.results["error"] else "",
         f"{summary.results['skip']} exempted" if summary.results["skip"] else "",
         f"{summary.invalid} unreadable document(s)" if summary.invalid else "",
+        f"{summary.unsized} object(s) could not be sized" if summary.unsized else "",
         f"{summary.not_applicable} not applicable" if summary.not_applicable else "",
     ]
     return text + "".join(f", {e}" for e in extras if e)
