@@ -9,8 +9,16 @@ from typing import Any
 
 from kubegap import raw
 from kubegap.fieldpath import FieldPath, render
+from kubegap.workloads import KUBEFLOW_REPLICA_SPECS
 
-KUBEFLOW_JOBS = frozenset({"PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob"})
+KUBEFLOW_JOBS = frozenset(KUBEFLOW_REPLICA_SPECS)
+# A replica's restartPolicy when unset: the training operator's *JobDefaultRestartPolicy constants
+# (pkg/apis/kubeflow.org/v1/*_types.go): PyTorchJob OnFailure; TFJob, JAXJob and MPIJob Never. XGBoostJob
+# and PaddleJob are not verified and count as Never, which never hides a missing restart.
+_DEFAULT_RESTART_POLICY = {"PyTorchJob": "OnFailure"}
+# restart policies under which the training operator restarts a failed replica's pods (ExitCode: for
+# retryable exit codes); core.PastBackoffLimit counts their restarts only when backoffLimit is set
+_RESTARTING = frozenset({"OnFailure", "Always", "ExitCode"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,18 +63,81 @@ def _positive(*fields: FieldPath, unset_ok: bool = False) -> Callable[[Mapping[s
     return read
 
 
+_BACKOFF = ("spec", "runPolicy", "backoffLimit")
+_MAX_RESTARTS = ("spec", "elasticPolicy", "maxRestarts")
+
+
+def _kubeflow_restart(kind: str) -> Callable[[Mapping[str, Any]], Restart]:
+    """training-operator: runPolicy.backoffLimit bounds restarts only when set (core.PastBackoffLimit
+    returns false for nil); unset, pods restart as long as their restartPolicy restarts them."""
+    replicas_key = ("spec", KUBEFLOW_REPLICA_SPECS[kind])
+    # elasticPolicy exists on PyTorchJob only (training-operator v1 PyTorchJobSpec)
+    set_limits = _positive(_BACKOFF, _MAX_RESTARTS) if kind == "PyTorchJob" else _positive(_BACKOFF)
+
+    def read(obj: Mapping[str, Any]) -> Restart:
+        if raw.dig(obj, _BACKOFF) is not None or _int(raw.dig(obj, _MAX_RESTARTS)) is not None:
+            return set_limits(obj)
+        replicas = raw.mapping(raw.dig(obj, replicas_key))
+        if not replicas:  # nothing that runs, nothing that restarts
+            return set_limits(obj)
+        for role, spec in replicas.items():
+            policy = raw.mapping(spec).get("restartPolicy") or _DEFAULT_RESTART_POLICY.get(kind, "Never")
+            if policy not in _RESTARTING:
+                path = (*replicas_key, str(role), "restartPolicy")
+                detail = f"runPolicy.backoffLimit is unset and replica {role} has restartPolicy {policy}"
+                return Restart(False, detail, path)
+        detail = "runPolicy.backoffLimit is unset: the operator restarts failed pods without limit"
+        return Restart(True, detail, _BACKOFF[:-1])
+
+    return read
+
+
+def _mpijob_restart(obj: Mapping[str, Any]) -> Restart:
+    """mpi-operator v2beta1 runs the launcher as a batch Job that takes runPolicy.backoffLimit (release
+    v0.3.0): unset, the Job's own default of 6 retries applies. kubeflow.org/v1 MPIJobs are the training
+    operator's and read like the other Kubeflow jobs."""
+    if str(obj.get("apiVersion", "")).endswith("/v2beta1"):
+        value = _int(raw.dig(obj, _BACKOFF))
+        if value is not None and value <= 0:
+            return Restart(False, f"spec.runPolicy.backoffLimit is {value}", _BACKOFF)
+        detail = (
+            f"spec.runPolicy.backoffLimit is {value}"
+            if value
+            else "the launcher Job retries 6 times by default"
+        )
+        return Restart(True, detail, _BACKOFF if value else _BACKOFF[:-1])
+    return _kubeflow_restart("MPIJob")(obj)
+
+
+def _jobset_restart(obj: Mapping[str, Any]) -> Restart:
+    """JobSet restarts itself only with failurePolicy.maxRestarts; without it, each child Job still
+    retries its own failed pods up to its backoffLimit (batch/v1 default 6)."""
+    field = ("spec", "failurePolicy", "maxRestarts")
+    restarts = _int(raw.dig(obj, field))
+    if restarts is not None and restarts > 0:
+        return Restart(True, f"spec.failurePolicy.maxRestarts is {restarts}", field)
+    jobs = raw.items(raw.dig(obj, ("spec", "replicatedJobs")))
+    if not jobs:  # nothing that runs, nothing that restarts
+        return Restart(False, "no replicated job restarts", field if restarts is not None else field[:-1])
+    for index, job in enumerate(jobs):
+        limit = _int(raw.dig(job, ("template", "spec", "backoffLimit")))
+        if limit is not None and limit <= 0:
+            path = ("spec", "replicatedJobs", index, "template", "spec", "backoffLimit")
+            unset = "unset" if restarts is None else str(restarts)
+            return Restart(
+                False, f"spec.failurePolicy.maxRestarts is {unset} and {render(path)} is {limit}", path
+            )
+    return Restart(True, "the child Jobs retry failed pods (backoffLimit unset or > 0)", ("spec",))
+
+
 _RESTART: dict[tuple[str, str], Callable[[Mapping[str, Any]], Restart]] = {
     ("batch", "Job"): _job_restart(("spec",)),
     ("batch", "CronJob"): _job_restart(("spec", "jobTemplate", "spec")),
-    ("jobset.x-k8s.io", "JobSet"): _positive(("spec", "failurePolicy", "maxRestarts")),
+    ("jobset.x-k8s.io", "JobSet"): _jobset_restart,
     ("batch.volcano.sh", "Job"): _positive(("spec", "maxRetry"), unset_ok=True),
     ("ray.io", "RayJob"): _positive(("spec", "backoffLimit")),
-    **{
-        ("kubeflow.org", kind): _positive(
-            ("spec", "runPolicy", "backoffLimit"), ("spec", "elasticPolicy", "maxRestarts")
-        )
-        for kind in KUBEFLOW_JOBS
-    },
+    **{("kubeflow.org", kind): _kubeflow_restart(kind) for kind in KUBEFLOW_JOBS if kind != "MPIJob"},
+    ("kubeflow.org", "MPIJob"): _mpijob_restart,
 }
 
 # Where the run-time bound lives; several paths (JobSet's child Jobs) count only when all are set.

@@ -217,6 +217,15 @@ def _spec_template(role: str, replicas_path: FieldPath | None) -> _Extract:
 
 
 _REPLICAS = ("spec", "replicas")
+# Kubeflow kind -> the map of its replica specs (training-operator v1 types; MPIJob also mpi-operator v2beta1)
+KUBEFLOW_REPLICA_SPECS: Mapping[str, str] = {
+    "PyTorchJob": "pytorchReplicaSpecs",
+    "TFJob": "tfReplicaSpecs",
+    "XGBoostJob": "xgbReplicaSpecs",
+    "PaddleJob": "paddleReplicaSpecs",
+    "JAXJob": "jaxReplicaSpecs",
+    "MPIJob": "mpiReplicaSpecs",
+}
 _CRON_JOB = ("spec", "jobTemplate", "spec")
 _JOBSET_JOBS = ("spec", "replicatedJobs")
 _RUNTIME_JOBS = ("spec", "template", *_JOBSET_JOBS)
@@ -226,12 +235,12 @@ _ENTRIES: tuple[_Entry, ...] = (
     _kind("batch/Job@v1", "jobs", _spec_template("Job", ("spec", "parallelism"))),
     _kind("batch/CronJob@v1", "cronjobs",
           partial(_single, "Job", (*_CRON_JOB, "template"), (*_CRON_JOB, "parallelism"))),
-    _kind("kubeflow.org/PyTorchJob@v1", "pytorchjobs", partial(_replica_map, "pytorchReplicaSpecs")),
-    _kind("kubeflow.org/TFJob@v1", "tfjobs", partial(_replica_map, "tfReplicaSpecs")),
-    _kind("kubeflow.org/XGBoostJob@v1", "xgboostjobs", partial(_replica_map, "xgbReplicaSpecs")),
-    _kind("kubeflow.org/PaddleJob@v1", "paddlejobs", partial(_replica_map, "paddleReplicaSpecs")),
-    _kind("kubeflow.org/JAXJob@v1", "jaxjobs", partial(_replica_map, "jaxReplicaSpecs")),
-    _kind("kubeflow.org/MPIJob@v2beta1,v1", "mpijobs", partial(_replica_map, "mpiReplicaSpecs")),
+    *(
+        _kind(f"kubeflow.org/{kind}@{versions}", f"{kind.lower()}s", partial(_replica_map, replicas))
+        for kind, replicas, versions in (
+            (k, v, "v2beta1,v1" if k == "MPIJob" else "v1") for k, v in KUBEFLOW_REPLICA_SPECS.items()
+        )
+    ),
     _kind("jobset.x-k8s.io/JobSet@v1alpha2", "jobsets", partial(_replicated_jobs, _JOBSET_JOBS)),
     _kind("trainer.kubeflow.org/TrainingRuntime@v1alpha1", "trainingruntimes",
           partial(_replicated_jobs, _RUNTIME_JOBS)),

@@ -231,7 +231,8 @@ def test_kind_and_group() -> None:
             300.0,
             False,
         ),
-        (pytorchjob(1, 1), None, False),
+        # no runPolicy.backoffLimit: PyTorchJob pods default to OnFailure and restart without limit
+        (pytorchjob(1, 1), None, True),
         (deployment(), None, None),
     ],
 )

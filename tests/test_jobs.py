@@ -61,15 +61,83 @@ for kind in KUBEFLOW:
         ("kubeflow.org", kind, {}, False, "spec.runPolicy"),
         ("kubeflow.org", kind, {"runPolicy": {"backoffLimit": 3}}, True, "spec.runPolicy.backoffLimit"),
         ("kubeflow.org", kind, {"runPolicy": {"backoffLimit": 0}}, False, "spec.runPolicy.backoffLimit"),
-        ("kubeflow.org", kind, {"elasticPolicy": {"maxRestarts": 2}}, True, "spec.elasticPolicy.maxRestarts"),
-        (
-            "kubeflow.org",
-            kind,
-            {"runPolicy": {"backoffLimit": 0}, "elasticPolicy": {"maxRestarts": 4}},
-            True,
-            "spec.elasticPolicy.maxRestarts",
-        ),
     ]
+RESTART += [
+    ("kubeflow.org", "PyTorchJob", {"elasticPolicy": {"maxRestarts": 2}}, True,
+     "spec.elasticPolicy.maxRestarts"),
+    (
+        "kubeflow.org",
+        "PyTorchJob",
+        {"runPolicy": {"backoffLimit": 0}, "elasticPolicy": {"maxRestarts": 4}},
+        True,
+        "spec.elasticPolicy.maxRestarts",
+    ),
+    # elasticPolicy is PyTorchJob's alone: another kind's is not read
+    ("kubeflow.org", "TFJob", {"runPolicy": {"backoffLimit": 0}, "elasticPolicy": {"maxRestarts": 4}}, False,
+     "spec.runPolicy.backoffLimit"),
+]  # fmt: skip
+
+
+def _replicas(kind: str, **policies: str | None) -> dict[str, Any]:
+    key = {"PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs", "MPIJob": "mpiReplicaSpecs"}[kind]
+    return {key: {role: ({"restartPolicy": p} if p else {}) for role, p in policies.items()}}
+
+
+@pytest.mark.parametrize(
+    ("kind", "policies", "enabled", "path"),
+    [
+        # unset backoffLimit: the training operator applies no limit (core.PastBackoffLimit)
+        ("PyTorchJob", {"Master": "OnFailure", "Worker": "ExitCode"}, True, "spec.runPolicy"),
+        ("PyTorchJob", {"Worker": None}, True, "spec.runPolicy"),  # PyTorchJob defaults to OnFailure
+        ("PyTorchJob", {"Master": "OnFailure", "Worker": "Never"}, False,
+         "spec.pytorchReplicaSpecs.Worker.restartPolicy"),
+        ("TFJob", {"Worker": None}, False, "spec.tfReplicaSpecs.Worker.restartPolicy"),  # TFJob: Never
+        ("MPIJob", {"Launcher": "OnFailure", "Worker": "Always"}, True, "spec.runPolicy"),
+    ],
+)  # fmt: skip
+def test_kubeflow_restart_follows_the_replicas_restart_policy(
+    kind: str, policies: dict[str, str | None], enabled: bool, path: str
+) -> None:
+    found = jobs.restart("kubeflow.org", kind, {"spec": _replicas(kind, **policies)})
+    assert found is not None
+    assert (found.enabled, render(found.path)) == (enabled, path)
+
+
+@pytest.mark.parametrize(
+    ("run_policy", "enabled", "detail"),
+    [
+        ({}, True, "the launcher Job retries 6 times by default"),
+        ({"backoffLimit": 2}, True, "spec.runPolicy.backoffLimit is 2"),
+        ({"backoffLimit": 0}, False, "spec.runPolicy.backoffLimit is 0"),
+    ],
+)
+def test_mpijob_v2beta1_launcher_is_a_job(run_policy: dict[str, int], enabled: bool, detail: str) -> None:
+    obj = {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "spec": {"runPolicy": run_policy, **_replicas("MPIJob", Worker="Never")},
+    }
+    found = jobs.restart("kubeflow.org", "MPIJob", obj)
+    assert found is not None
+    assert (found.enabled, found.detail) == (enabled, detail)
+    assert "elasticPolicy" not in found.detail
+
+
+@pytest.mark.parametrize(
+    ("spec", "enabled", "path"),
+    [
+        ({"replicatedJobs": [{"template": {"spec": {}}}]}, True, "spec"),  # child Jobs retry (default 6)
+        ({"replicatedJobs": [{"template": {"spec": {"backoffLimit": 2}}}]}, True, "spec"),
+        ({"replicatedJobs": [{"template": {"spec": {}}}, {"template": {"spec": {"backoffLimit": 0}}}]}, False,
+         "spec.replicatedJobs[1].template.spec.backoffLimit"),
+        ({"failurePolicy": {"maxRestarts": 2},
+          "replicatedJobs": [{"template": {"spec": {"backoffLimit": 0}}}]},
+         True, "spec.failurePolicy.maxRestarts"),
+    ],
+)  # fmt: skip
+def test_jobset_child_jobs_retry_pods(spec: dict[str, Any], enabled: bool, path: str) -> None:
+    found = jobs.restart("jobset.x-k8s.io", "JobSet", {"spec": spec})
+    assert found is not None
+    assert (found.enabled, render(found.path)) == (enabled, path)
 
 
 @pytest.mark.parametrize(("group", "kind", "spec", "enabled", "path"), RESTART)

@@ -89,7 +89,7 @@ DEFAULT_RESOURCES: tuple[Resource, ...] = (
     _r("kubeflow.org/v1", "XGBoostJob", "xgboostjobs"),
     _r("kubeflow.org/v1", "PaddleJob", "paddlejobs"),
     _r("kubeflow.org/v1", "JAXJob", "jaxjobs"),
-    _r("kubeflow.org/v1", "MPIJob", "mpijobs"),
+    _r("kubeflow.org/v2beta1", "MPIJob", "mpijobs"),  # mpi-operator v2 serves v2beta1 only
     _r("jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets"),
     _r("trainer.kubeflow.org/v1alpha1", "TrainJob", "trainjobs"),
     _r("trainer.kubeflow.org/v1alpha1", "TrainingRuntime", "trainingruntimes"),
