@@ -86,13 +86,22 @@ def _only_self_reviews(groups: list[str], resources: list[str]) -> bool:
     return bool(resources) and all((g, r) in _SELF_REVIEWS for g in groups for r in resources)
 
 
+_PHRASES = {
+    "write": "write",
+    "secrets": "read secrets",
+    "pods/exec": "exec into pods",
+    "impersonate": "impersonate",
+}
+
+
 def describe(access: AccessRecord) -> str:
     """One line for logs and summaries."""
     if not access.checked:
         return f"access not checked: {access.error}"
     if access.readOnly:
         return f"read-only (SelfSubjectRulesReview in namespace {access.namespace})"
-    rights = sorted({r.right for r in access.risky})
+    held = {r.right for r in access.risky}
+    rights = [phrase for right, phrase in _PHRASES.items() if right in held]
     parts = [f"can {', '.join(rights)}"] if rights else []
     if access.incomplete:
         parts.append("the rules review is incomplete, so read-only cannot be shown")

@@ -30,7 +30,8 @@ _ASSIGNED = re.compile(
     r"(?i)\b([A-Za-z0-9_.-]*(?:token|secret|passw(?:or)?d|api[_-]?key|access[_-]?key|private[_-]?key|"
     r"credential)s?[A-Za-z0-9_.-]*)(\s*[=:]\s*)([^\s,;'\")]+)"
 )
-_OPAQUE = re.compile(r"[A-Za-z0-9+/_=-]{32,}")
+# `/` is left out so that file paths stay readable ('=' only as base64 padding, so NAME=value splits).
+_OPAQUE = re.compile(r"[A-Za-z0-9+_-]{32,}={0,2}")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 

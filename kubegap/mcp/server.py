@@ -70,10 +70,10 @@ async def _call(
         record, text = await anyio.to_thread.run_sync(work)
     except KubegapError as exc:
         fields.update(error=str(exc), durationMs=round((time.monotonic() - started) * 1000, 1))
-        log.warning("tool call", extra={"fields": fields})
+        log.warning("tool_call", extra={"fields": fields})
         raise ToolError(str(exc)) from None
     fields.update(durationMs=round((time.monotonic() - started) * 1000, 1), counts=counts(record))
-    log.info("tool call", extra={"fields": fields})
+    log.info("tool_call", extra={"fields": fields})
     return result(record, text)
 
 

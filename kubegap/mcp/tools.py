@@ -39,7 +39,7 @@ from kubegap.policy import EXEMPTION_PREFIX
 from kubegap.reports import catalogue
 from kubegap.workloads import KindInfo
 
-MAX_LIMIT = 500  # findings per audit page: more would crowd out the agent's context anyway
+MAX_LIMIT = 200  # findings per page: about 135 KB of records; more would crowd an agent's context
 MAX_MANIFEST_BYTES = manifests.MAX_FILE_BYTES
 
 
