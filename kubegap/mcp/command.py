@@ -1,4 +1,4 @@
-"""`kubegap mcp`: serve the tools to a coding agent over stdio (default) or streamable HTTP.
+"""`kubegap mcp`: serve the tools to a coding agent over stdio (default) or streamable HTTP (--http).
 
 At start the credentials' rights are checked once (a SelfSubjectRulesReview) and logged; with
 --require-read-only the server refuses to start unless they are shown to be read-only, and refuses any
@@ -49,6 +49,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"namespace whose rights are checked at start (default {DEFAULT_REVIEW_NAMESPACE}; "
         "audits check the namespace they read)",
     )
+    transport = parser.add_argument_group("transport (default: stdio)")
+    transport.add_argument(
+        "--http",
+        metavar="ADDR",
+        help="serve streamable HTTP on PORT or HOST:PORT instead (a bare port binds 127.0.0.1); "
+        "needs a bearer token",
+    )
+    transport.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="file holding the bearer token for --http (default: the KUBEGAP_MCP_TOKEN variable)",
+    )
     add_engine_arguments(parser)
 
 
@@ -60,12 +72,14 @@ def _require_extras() -> None:
 
 def run(args: argparse.Namespace) -> int:
     _require_extras()
-    from kubegap.mcp import server
+    from kubegap.mcp import server, streamable
     from kubegap.mcp.cluster import Connection, Target
     from kubegap.mcp.tools import Toolbox
     from kubegap.options import settings_from_args
     from kubegap.webhook import jsonlog
 
+    listen = streamable.address(args.http) if args.http else None
+    secret = streamable.token(args.token_file) if listen else ""
     jsonlog.configure("info")
     logging.getLogger("kubegap").propagate = False  # one JSON line per event, not a second plain one
     target = Target(args.kubeconfig, args.context, args.review_namespace)
@@ -73,7 +87,10 @@ def run(args: argparse.Namespace) -> int:
     toolbox = Toolbox(settings_from_args(args), connection)
     try:
         _check_at_start(connection)
-        server.build(toolbox).run("stdio")
+        if listen is None:
+            server.build(toolbox).run("stdio")
+        else:
+            streamable.serve(server.build(toolbox), *listen, secret)
     finally:
         toolbox.close()
     return EXIT_CLEAN
