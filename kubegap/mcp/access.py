@@ -6,7 +6,8 @@ review kinds only support `create`, and nothing is persisted). It lists the rule
 namespace, cluster-wide grants included.
 https://kubernetes.io/docs/reference/access-authn-authz/authorization/#checking-api-access
 
-Reported as risky: any write verb, any access to `secrets`, `pods/exec`, and `impersonate`. Every
+Reported as risky: any write verb, any access to `secrets`, `pods/exec` (`get` on it is enough over
+WebSockets: kubernetes/kubernetes#78741, #133515), and `impersonate`. Every
 authenticated user holds `create` on the self-review kinds (the `system:basic-user` ClusterRole), so those
 are not counted as writes. An `incomplete` review (webhook authorizers cannot enumerate rules) proves
 nothing: such credentials are not called read-only.
