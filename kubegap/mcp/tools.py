@@ -17,7 +17,7 @@ from kubegap.audit.scope import AuditScope
 from kubegap.config import Settings
 from kubegap.errors import UsageError
 from kubegap.evaluate import Engine, build_engine
-from kubegap.lint import lint_documents
+from kubegap.lint import LintReport, lint_documents
 from kubegap.mcp import cluster, gpunodes, summary
 from kubegap.mcp.cluster import Connection, ProgressFn, StoredAudit
 from kubegap.mcp.models import (
@@ -59,14 +59,18 @@ class Toolbox:
 
     # --- lint and catalogue (no cluster) ---------------------------------------------------------------
 
-    def lint_manifests(self, text: str, policies: Sequence[str] = ()) -> tuple[LintOutput, str]:
+    def lint(self, text: str, policies: Sequence[str] = ()) -> LintReport:
+        """Manifest text read as `kubegap lint -` reads stdin: the base of every tool that takes manifests."""
         data = text.encode("utf-8")
         if len(data) > MAX_MANIFEST_BYTES:
             raise UsageError(f"manifests exceed {MAX_MANIFEST_BYTES:,} bytes; lint them in parts")
-        engine = self._engine_for(policies)
         reader = manifests.Reader()
-        report = lint_documents(reader.read([manifests.STDIN], io.BytesIO(data)), engine)
+        report = lint_documents(reader.read([manifests.STDIN], io.BytesIO(data)), self._engine_for(policies))
         report.summary.not_applicable += reader.skipped
+        return report
+
+    def lint_manifests(self, text: str, policies: Sequence[str] = ()) -> tuple[LintOutput, str]:
+        report = self.lint(text, policies)
         out = LintOutput(
             findings=[finding_record(f) for f in report.findings],
             total=len(report.findings),
