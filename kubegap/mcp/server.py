@@ -69,12 +69,20 @@ async def _call(
     try:
         record, text = await anyio.to_thread.run_sync(work)
     except KubegapError as exc:
-        fields.update(error=str(exc), durationMs=round((time.monotonic() - started) * 1000, 1))
+        fields.update(error=str(exc), durationMs=_since(started))
         log.warning("tool_call", extra={"fields": fields})
         raise ToolError(str(exc)) from None
-    fields.update(durationMs=round((time.monotonic() - started) * 1000, 1), counts=counts(record))
+    except Exception as exc:  # a bug: logged here too, then the SDK reports it with its trace
+        fields.update(error=f"internal error: {type(exc).__name__}", durationMs=_since(started))
+        log.error("tool_call", extra={"fields": fields})
+        raise
+    fields.update(durationMs=_since(started), counts=counts(record))
     log.info("tool_call", extra={"fields": fields})
     return result(record, text)
+
+
+def _since(started: float) -> float:
+    return round((time.monotonic() - started) * 1000, 1)
 
 
 def _reporter(ctx: Context) -> Callable[[str, int], None]:

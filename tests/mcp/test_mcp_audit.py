@@ -94,6 +94,7 @@ async def test_only_reads_reach_the_api_server_with_kubegaps_user_agent(
     assert {r.path for r in requests if r.method != "GET"} == {RULES_REVIEW}
     assert sum(r.method == "POST" for r in requests) == 2  # one review per cluster call, none per page
     assert {r.user_agent for r in requests} == {f"kubegap/{__version__}"}
+    assert not [r.path for r in requests if "secrets" in r.path or "configmaps" in r.path]
 
 
 async def test_what_could_not_be_read_is_listed_not_passed(client: Client, cluster: ApiServer) -> None:

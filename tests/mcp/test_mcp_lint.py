@@ -122,3 +122,22 @@ async def test_each_call_is_one_json_log_line_without_the_manifests(
     assert lint["arguments"] == {"policies": ["nccl-timeout"], "manifestsBytes": len(FAILING_PYTORCHJOB)}
     assert lint["counts"]["total"] == 1 and lint["durationMs"] >= 0
     assert failed["tool"] == "explain_policy" and "no policy 'nope'" in failed["error"]
+
+
+async def test_an_internal_error_is_a_tool_error_and_logged(
+    make_toolbox: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    from kubegap.mcp import server
+
+    toolbox = make_toolbox()
+
+    def broken() -> None:
+        raise RuntimeError("a bug")
+
+    toolbox.list_policies = broken
+    with caplog.at_level(logging.INFO, logger="kubegap.mcp.calls"):
+        async with Client(server.build(toolbox)) as client:
+            result = await client.call_tool("list_policies", {})
+    assert result.is_error
+    (record,) = [r for r in caplog.records if r.name == "kubegap.mcp.calls"]
+    assert record.levelname == "ERROR" and record.fields["error"] == "internal error: RuntimeError"  # type: ignore[attr-defined]
