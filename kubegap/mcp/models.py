@@ -105,6 +105,25 @@ class OffenderRecord(_Model):
     roles: list[str]
 
 
+class GapRecord(_Model):
+    kind: str | None
+    resource: str | None
+    namespace: str | None
+    reason: str
+
+
+class CoverageRecord(_Model):
+    """What the audit read and what it could not (the audit's `coverage`, as `kubegap audit` prints it)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    complete: bool = Field(description="false when anything could not be evaluated: never a clean result")
+    interrupted: bool
+    totals: dict[str, int]
+    notEvaluated: list[GapRecord]
+    kinds: list[dict[str, Any]]
+
+
 class AuditOutput(_Model):
     cluster: ClusterRecord
     access: AccessRecord
@@ -115,7 +134,7 @@ class AuditOutput(_Model):
     byRule: list[RuleCount]
     offenders: list[OffenderRecord]
     summary: SummaryRecord
-    coverage: dict[str, Any] = Field(description="what was read and what was not (never silently passed)")
+    coverage: CoverageRecord
 
 
 class ValidationRecord(_Model):

@@ -78,15 +78,17 @@ def lint_text(out: LintOutput) -> str:
 
 def audit_text(out: AuditOutput) -> str:
     cluster = out.cluster
-    complete = out.coverage.get("complete")
+    complete = out.coverage.complete
     lines = [
         f"kubegap audit of {cluster.server} (context {cluster.context or '-'}, user {cluster.user or '-'})",
         f"Credentials: {describe(out.access)}",
         _counts(out.summary),
         f"Coverage: {'complete' if complete else 'INCOMPLETE: some kinds or namespaces were not evaluated'}",
     ]
-    for gap in out.coverage.get("notEvaluated", [])[:10]:
-        lines.append(f"  not evaluated: {gap.get('kind') or 'audit'}: {gap.get('reason')}")
+    gaps = out.coverage.notEvaluated
+    lines += [f"  not evaluated: {gap.kind or 'audit'}: {gap.reason}" for gap in gaps[:10]]
+    if len(gaps) > 10:
+        lines.append(f"  … and {len(gaps) - 10} more in structuredContent.coverage.notEvaluated")
     lines += ["", *_rules(out.byRule, out.findings), "", "Worst offenders:"]
     for o in out.offenders:
         ref = o.object

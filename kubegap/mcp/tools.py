@@ -22,6 +22,7 @@ from kubegap.mcp import cluster, gpunodes, summary
 from kubegap.mcp.cluster import Connection, ProgressFn, StoredAudit
 from kubegap.mcp.models import (
     AuditOutput,
+    CoverageRecord,
     LintOutput,
     NodesOutput,
     PolicyDetail,
@@ -155,7 +156,7 @@ class Toolbox:
             byRule=audit_rule_counts(result),
             offenders=[offender_record(o) for o in result.offenders],
             summary=summary_record(result.summary),
-            coverage=result.coverage.to_json(),
+            coverage=CoverageRecord.model_validate(result.coverage.to_json()),
         )
         return out, summary.audit_text(out)
 
