@@ -45,3 +45,21 @@ async def test_stdio_server_answers_tools_and_logs_each_call(
     assert start["access"]["readOnly"] is True and start["cluster"]["userAgent"].startswith("kubegap/")
     writes = [r for r in apiserver.requests if r.method != "GET"]
     assert [(r.method, r.path) for r in writes] == [("POST", RULES_REVIEW)] * 2  # at start, and the audit
+
+
+async def test_clients_on_the_initialize_handshake_get_the_same_tools(
+    kubeconfig: Path, tmp_path: Path
+) -> None:
+    """Agents released before the 2026 protocol speak the initialize handshake: same tools, same schemas."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "kubegap", "mcp", "--kubeconfig", str(kubeconfig)],
+        cwd=str(tmp_path),
+    )
+    with (tmp_path / "stderr.log").open("w", encoding="utf-8") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            lint = await client.call_tool("lint_manifests", {"manifests": FAILING_PYTORCHJOB})
+    assert all(t.output_schema and t.annotations and t.annotations.read_only_hint for t in tools.values())
+    assert len(tools) == 5 and (lint.structured_content or {})["total"] > 0
+    assert lint.content[0].text.startswith("kubegap lint: 1 object(s) checked")  # type: ignore[union-attr]
