@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from kubegap import manifests
-from kubegap.audit.scope import AuditScope
+from kubegap.audit.scope import AuditScope, check_namespace
 from kubegap.config import Settings
 from kubegap.errors import UsageError
 from kubegap.evaluate import Engine, build_engine
@@ -116,6 +116,8 @@ class Toolbox:
         if not 1 <= limit <= MAX_LIMIT:
             raise UsageError(f"limit must be between 1 and {MAX_LIMIT}, not {limit}")
         chosen = cluster.kinds_named(kinds)
+        if namespace is not None:
+            check_namespace(namespace)
         with self._reading:
             if cursor:
                 audit_id, stored, offset = self.audits.get(cursor)

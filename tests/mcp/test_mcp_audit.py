@@ -156,3 +156,12 @@ async def test_check_nodes_lists_unhealthy_gpu_nodes_first(client: Client, clust
     assert by_name["gpu-2"]["cordoned"] and not by_name["gpu-2"]["schedulable"]
     assert by_name["gpu-3"]["conditions"] == ["XIDErrors=True"]
     assert record["unhealthy"] == 3 and record["complete"] is True
+
+
+@pytest.mark.parametrize("namespace", ["default/secrets", "../api", "Team-A", "a" * 64])
+async def test_a_namespace_that_is_not_a_name_never_reaches_a_request_path(
+    client: Client, cluster: ApiServer, namespace: str
+) -> None:
+    result = await client.call_tool("audit_cluster", {"namespace": namespace})
+    assert result.is_error and "is not a namespace name" in result.content[0].text  # type: ignore[union-attr]
+    assert cluster.requests == []
