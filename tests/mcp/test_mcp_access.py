@@ -135,3 +135,21 @@ def test_a_missing_sdk_is_one_line_naming_the_extra(
     assert main(["mcp"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pip install 'kubegap[mcp]'" in err
+
+
+async def test_rights_that_cannot_be_reviewed_are_not_read_only(
+    make_toolbox: Any, apiserver: ApiServer
+) -> None:
+    from tests.support.apiserver import RULES_REVIEW, Fault
+
+    apiserver.inject(Fault("forbidden", path=RULES_REVIEW, times=None))
+    async with Client(server.build(make_toolbox())) as client:
+        result = await client.call_tool("audit_cluster", {})
+    record = result.structured_content or {}
+    assert not result.is_error and record["coverage"]["complete"] is True
+    assert record["access"]["checked"] is False and record["access"]["readOnly"] is False
+    assert "403" in record["access"]["error"]
+    assert "Credentials: access not checked" in result.content[0].text  # type: ignore[union-attr]
+    async with Client(server.build(make_toolbox(require_read_only=True))) as strict:
+        refused = await strict.call_tool("audit_cluster", {})
+    assert refused.is_error and "access not checked" in refused.content[0].text  # type: ignore[union-attr]
