@@ -32,6 +32,7 @@ examples:
   kubegap test my-policies/                     run your own policies' examples
   kubegap audit --format policyreport           read-only report over a live cluster
   kubegap serve --cert tls.crt --key tls.key    the validating admission webhook
+  kubegap mcp --require-read-only               read-only tools for coding agents (MCP over stdio)
 
 exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage/input/policy error, 3 internal error,
             4 audit incomplete
@@ -247,6 +248,7 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     for name, module, help_text in (
         ("audit", "kubegap.audit.command", "read-only audit of a live cluster"),
         ("serve", "kubegap.webhook.serve", "run the validating admission webhook (gunicorn, TLS)"),
+        ("mcp", "kubegap.mcp.command", "serve read-only lint, audit and node tools to coding agents (MCP)"),
     ):
         sub = commands.add_parser(name, help=help_text, description=help_text)
         if name == chosen:

@@ -17,12 +17,15 @@ import urllib3
 from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 
+from kubegap import __version__
 from kubegap.audit.transport import Query, Reply, TransportError
 from kubegap.errors import UsageError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = (10.0, 60.0)  # connect, read (seconds)
+# Names kubegap in the API server's audit log (the client's default names only the library).
+USER_AGENT = f"kubegap/{__version__}"
 
 
 class KubeTransport:
@@ -82,7 +85,23 @@ def connect(
         raise UsageError(f"cannot load cluster credentials: {exc}") from exc
     configuration.retries = False  # retries are decided by kubegap.audit.retry, not urllib3
     log.debug("connecting to %s", configuration.host)
-    return KubeTransport(client.ApiClient(configuration), timeout)
+    api = client.ApiClient(configuration)
+    api.user_agent = USER_AGENT
+    return KubeTransport(api, timeout)
+
+
+def identity(kubeconfig: str | None, context: str | None) -> tuple[str | None, str | None]:
+    """(context name, kubeconfig user name) that `connect` uses; in-cluster: (None, the service account)."""
+    if kubeconfig is None and context is None and _in_cluster() and not _kubeconfig_present():
+        return None, "in-cluster service account"
+    try:
+        contexts, active = config.list_kube_config_contexts(kubeconfig)  # type: ignore[no-untyped-call]
+    except (ConfigException, OSError, ValueError, TypeError) as exc:
+        raise UsageError(f"cannot load cluster credentials: {exc}") from exc
+    chosen = next((c for c in contexts if c.get("name") == context), None) if context else active
+    if not chosen:
+        return context, None
+    return chosen.get("name"), (chosen.get("context") or {}).get("user")
 
 
 def _in_cluster() -> bool:

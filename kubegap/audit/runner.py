@@ -87,8 +87,10 @@ class Auditor:
         progress: Progress | None = None,
         evaluation_timeout: float = 10.0,
         top: int = 10,
+        kinds: Iterable[KindInfo] = SUPPORTED_KINDS,
     ) -> None:
         self.api, self.engine, self.scope, self.progress = api, engine, scope, progress
+        self.kinds = tuple(kinds)  # a subset when the caller asks about some kinds only
         self.evaluation_timeout, self.top = evaluation_timeout, top
         self.coverage = Coverage(requests=api.stats, scope=scope.to_json())
         self.result = AuditResult(Spool(), Summary(), self.coverage, {}, Counter(), [])
@@ -119,7 +121,7 @@ class Auditor:
         return self.result
 
     def _discover(self) -> None:
-        kinds = ordered_kinds()
+        kinds = ordered_kinds(self.kinds)
         served, unserved = discover(self.api, kinds)
         by_info = {s.info: s for s in served}
         missing = {u.info: u for u in unserved}

@@ -87,10 +87,15 @@ def scope_from(section: Mapping[str, Any], args: argparse.Namespace) -> AuditSco
     return scope
 
 
+def check_namespace(name: str) -> None:
+    """A namespace goes into request paths: anything but an RFC 1123 label is refused before a request."""
+    if not re.match(_NAME, name) or len(name) > 63:
+        raise UsageError(f"{name!r} is not a namespace name")
+
+
 def _check(scope: AuditScope) -> None:
     for ns in (*scope.namespaces, *scope.exclude_namespaces):
-        if not re.match(_NAME, ns):
-            raise UsageError(f"{ns!r} is not a namespace name")
+        check_namespace(ns)
     if overlap := set(scope.namespaces) & set(scope.exclude_namespaces):
         raise UsageError(f"namespaces both included and excluded: {', '.join(sorted(overlap))}")
     if not 1 <= scope.page_size <= 10000:

@@ -4,7 +4,9 @@ It speaks the read protocol faithfully enough for the official Python client and
 (/api, /api/v1, /apis, /apis/<group>, /apis/<group>/<version>), list (cluster-wide and per namespace) with
 limit/continue/resourceVersion/remainingItemCount and label/field selectors, get, Status bodies, and
 create/update for resources that allow it (PolicyReports). Faults are injected per resource, namespace or
-path; every request is recorded. See apistore.py for what is not emulated.
+path; every request is recorded (method, path, query, User-Agent). A SelfSubjectRulesReview is answered
+with the rules the test sets (`server.rules`, default: read-only, as `kubegap audit --print-rbac` prints).
+See apistore.py for what is not emulated.
 
 Run alone (used by the benchmark): `python -m tests.support.apiserver --kubeconfig K --load objects.jsonl`.
 """
@@ -44,6 +46,23 @@ class Request:
     method: str
     path: str
     query: Mapping[str, str]
+    user_agent: str = ""
+
+
+RULES_REVIEW = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"
+# What every authenticated user holds (the system:basic-user ClusterRole): creating self-reviews.
+BASIC_USER_RULE = {
+    "verbs": ["create"],
+    "apiGroups": ["authorization.k8s.io"],
+    "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+}
+
+
+def read_only_rules() -> list[dict[str, Any]]:
+    """The audit's ClusterRole rules plus the basic-user rule: what a well-set-up agent identity holds."""
+    from kubegap.audit.rbac import cluster_role
+
+    return [*cluster_role()["rules"], BASIC_USER_RULE]
 
 
 @dataclass(slots=True)
@@ -53,6 +72,8 @@ class _State:
     faults: list[Fault] = field(default_factory=list)
     requests: list[Request] = field(default_factory=list)
     continues: Counter[tuple[str, str]] = field(default_factory=Counter)
+    rules: list[dict[str, Any]] = field(default_factory=read_only_rules)  # SelfSubjectRulesReview answer
+    rules_incomplete: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -138,6 +159,14 @@ class ApiServer:
         with self.state.lock:
             return list(self.state.requests)
 
+    @property
+    def rules(self) -> list[dict[str, Any]]:
+        return self.state.rules
+
+    @rules.setter
+    def rules(self, rules: list[dict[str, Any]]) -> None:
+        self.state.rules = rules
+
     def writes(self) -> list[Request]:
         return [r for r in self.requests if r.method not in ("GET", "HEAD")]
 
@@ -186,7 +215,9 @@ class _Handler(BaseHTTPRequestHandler):
         query = dict(parse_qsl(parts.query, keep_blank_values=True))
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         with self.state.lock:
-            self.state.requests.append(Request(method, parts.path, query))
+            self.state.requests.append(
+                Request(method, parts.path, query, self.headers.get("User-Agent") or "")
+            )
         try:
             if self.headers.get("Authorization") != f"Bearer {self.state.token}":
                 raise ApiError(401, "Unauthorized", "Unauthorized")
@@ -216,12 +247,28 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _route(self, method: str, path: str, query: Mapping[str, str], body: bytes) -> tuple[int, bytes]:
         self._path_faults(path)
+        if method == "POST" and path == RULES_REVIEW:
+            return self._rules_review(body)
         doc = discovery(self.state.store, path, self.server.server_address)
         if doc is not None:
             return 200, json.dumps(doc).encode()
         target = target_of(self.state.store, method, path, query)
         self._resource_faults(target, query)
         return resource_request(self.state.store, target, query, body)
+
+    def _rules_review(self, body: bytes) -> tuple[int, bytes]:
+        """Evaluated and returned, never stored, as the real API server does with review kinds."""
+        review = json.loads(body or b"{}")
+        if not isinstance(review, dict) or review.get("kind") != "SelfSubjectRulesReview":
+            raise ApiError(400, "BadRequest", "the body is not a SelfSubjectRulesReview")
+        with self.state.lock:
+            rules, incomplete = list(self.state.rules), self.state.rules_incomplete
+        review["status"] = {
+            "resourceRules": rules,
+            "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/api", "/api/*", "/apis/*"]}],
+            "incomplete": incomplete,
+        }
+        return 201, json.dumps(review).encode()
 
     def _path_faults(self, path: str) -> None:
         for fault in self._fire(lambda f: f.path is not None and path.startswith(f.path)):
