@@ -46,16 +46,50 @@ class FindingRecord(_Model):
     line: int | None
     column: int | None
     unresolved: list[str] = Field(description="sources whose values could not be read (never a pass)")
+    impact: dict[str, Any] | None = Field(
+        default=None,
+        description="failing findings of training workloads: savedGpuHoursPerMonth (null when the cost "
+        "model cannot price the fix, with the reason), the inputs and what the fix changes "
+        "(docs/cost-model.md)",
+    )
 
 
 class SummaryRecord(_Model):
     objects: int
     notApplicable: int
     invalid: int
+    unsized: int = Field(default=0, description="objects with an accelerator count that could not be read")
     results: dict[str, int]
     failuresBySeverity: dict[str, int]
     unresolvedObjects: int = Field(description="objects with unreadable values")
     unresolved: dict[str, list[str]] = Field(description="the first of those objects and their sources")
+
+
+class Saving(_Model):
+    policy: str
+    rule: str
+    savedGpuHoursPerMonth: float = Field(description="what fixing this rule alone would save a month")
+
+
+class WorkloadCostRecord(_Model):
+    """One training workload under the cost model (docs/cost-model.md)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    object: ObjectRecord
+    file: str | None
+    document: int | None
+    totalGpus: int
+    lostGpuHoursPerMonth: float = Field(description="expected GPU-hours lost a month")
+    youngCheckpointIntervalHours: float | None = Field(description="Young's optimal checkpoint interval")
+    inputs: dict[str, Any] = Field(description="the model's inputs, each with its source")
+    savings: list[Saving] = Field(description="the failing rules whose fix the model prices, best first")
+
+
+class CostOutput(_Model):
+    workloads: list[WorkloadCostRecord] = Field(description="training workloads, costliest first")
+    total: int
+    summary: SummaryRecord
 
 
 class RuleCount(_Model):
@@ -143,6 +177,9 @@ class ValidationRecord(_Model):
     scope: str
     description: str
     remediation: str
+    impact: dict[str, str | None] | None = Field(
+        default=None, description="the cost-model term a fix changes, and the parameter that sets it"
+    )
 
 
 class ReferenceRecord(_Model):
@@ -156,6 +193,9 @@ class PolicyRecord(_Model):
     id: str
     title: str
     severity: SeverityName
+    severityFromImpact: bool = Field(
+        default=False, description="priced findings take the severity their fix is worth in GPU-hours"
+    )
     scope: str
     params: dict[str, str]
     validations: list[ValidationRecord]

@@ -7,8 +7,16 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from kubegap.audit.runner import AuditResult, Offender
-from kubegap.findings import Finding, Result, Severity, Summary
-from kubegap.mcp.models import FindingRecord, ObjectRecord, OffenderRecord, RuleCount, SummaryRecord
+from kubegap.findings import Finding, Result, Severity, Summary, WorkloadCost
+from kubegap.mcp.models import (
+    FindingRecord,
+    ObjectRecord,
+    OffenderRecord,
+    RuleCount,
+    Saving,
+    SummaryRecord,
+    WorkloadCostRecord,
+)
 from kubegap.mcp.redact import redact
 
 MAX_MESSAGE = 600  # a message is an excerpt: enough to act on, never a whole object or script
@@ -31,6 +39,11 @@ def finding_record(finding: Finding) -> FindingRecord:
     return FindingRecord.model_validate(clean.to_json())
 
 
+def cost_record(cost: WorkloadCost) -> WorkloadCostRecord:
+    savings = [Saving(policy=p, rule=r, savedGpuHoursPerMonth=round(s, 1)) for (p, r), s in cost.savings]
+    return WorkloadCostRecord.model_validate({**cost.to_json(), "savings": savings})
+
+
 def summary_record(summary: Summary) -> SummaryRecord:
     data = summary.to_json()
     shown = dict(list(summary.unresolved.items())[:UNRESOLVED_SHOWN])
@@ -38,6 +51,7 @@ def summary_record(summary: Summary) -> SummaryRecord:
         objects=data["objects"],
         notApplicable=data["notApplicable"],
         invalid=data["invalid"],
+        unsized=data["unsized"],
         results=data["results"],
         failuresBySeverity=data["failuresBySeverity"],
         unresolvedObjects=len(summary.unresolved),

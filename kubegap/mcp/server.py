@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from kubegap import __version__
 from kubegap.errors import KubegapError
-from kubegap.mcp.models import AuditOutput, LintOutput, NodesOutput, PolicyDetail, PolicyList
+from kubegap.mcp.models import AuditOutput, CostOutput, LintOutput, NodesOutput, PolicyDetail, PolicyList
 from kubegap.mcp.tools import MAX_LIMIT, Toolbox
 
 log = logging.getLogger("kubegap.mcp.calls")
@@ -34,8 +34,9 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
 INSTRUCTIONS = (
     "kubegap checks GPU-training workloads and GPU nodes against rules drawn from public incident reports "
     "(NCCL timeouts, checkpoint intervals, NIC topology, probes, restarts, node health). Use lint_manifests "
-    "before applying YAML, audit_cluster and check_nodes to look at a cluster (read-only), explain_policy "
-    "for the incident and fix behind a finding. Every tool only reads."
+    "before applying YAML, estimate_cost for the GPU-hours a workload stands to lose, audit_cluster and "
+    "check_nodes to look at a cluster (read-only), explain_policy for the incident and fix behind a "
+    "finding. Every tool only reads."
 )
 Output = TypeVar("Output", bound=BaseModel)
 
@@ -120,6 +121,20 @@ def _lint(server: MCPServer, toolbox: Toolbox) -> None:
     ) -> Annotated[CallToolResult, LintOutput]:
         args = {"manifests": manifests, "policies": policies}
         return await _call("lint_manifests", args, partial(toolbox.lint_manifests, manifests, policies or ()))
+
+    @_tool(
+        server,
+        "Estimate what training workloads stand to lose",
+        "The cost model over YAML or JSON text: each training workload's expected GPU-hours lost a month "
+        "to failures, checkpoint saves and slow network paths, what fixing each failing rule would save, "
+        "and Young's optimal checkpoint interval. Nothing is sent to a cluster.",
+    )
+    async def estimate_cost(
+        manifests: Annotated[str, Field(description="YAML or JSON text; documents separated by ---")],
+    ) -> Annotated[CallToolResult, CostOutput]:
+        return await _call(
+            "estimate_cost", {"manifests": manifests}, partial(toolbox.estimate_cost, manifests)
+        )
 
 
 def _policies(server: MCPServer, toolbox: Toolbox) -> None:

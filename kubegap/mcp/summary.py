@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kubegap.durations import format_seconds
+from kubegap.impact import gpu_hours_text
 from kubegap.mcp.access import describe
 from kubegap.mcp.models import (
     AuditOutput,
+    CostOutput,
     FindingRecord,
     LintOutput,
     NodesOutput,
@@ -73,6 +76,29 @@ def _subject(finding: FindingRecord) -> str:
 def lint_text(out: LintOutput) -> str:
     lines = [f"kubegap lint: {_counts(out.summary)}", "", *_rules(out.byRule, out.findings)]
     lines += ["", "Every finding, with remediation and field path, is in structuredContent.findings."]
+    return cap("\n".join(lines) + "\n")
+
+
+def cost_text(out: CostOutput) -> str:
+    """The costliest workloads first: what each is expected to lose, and the fix worth most."""
+    lines = [f"kubegap cost model: {out.total} training workload(s) priced (docs/cost-model.md)", ""]
+    for w in out.workloads[:TOP_RULES]:
+        ref = w.object
+        name = f"{ref.kind}/{ref.namespace + '/' if ref.namespace else ''}{ref.name}"
+        lines.append(
+            f"  ≈ {gpu_hours_text(w.lostGpuHoursPerMonth)} GPU-h/month at risk  {name} ({w.totalGpus} GPUs)"
+        )
+        best = [s for s in w.savings if s.savedGpuHoursPerMonth > 0][:3]
+        lines += [
+            f"      fixing {s.policy}/{s.rule} saves ≈ {gpu_hours_text(s.savedGpuHoursPerMonth)}"
+            for s in best
+        ]
+        if w.youngCheckpointIntervalHours:
+            young = format_seconds(round(w.youngCheckpointIntervalHours * 60) * 60)
+            lines.append(f"      Young's optimal checkpoint interval ≈ {young}")
+    if out.total > TOP_RULES:
+        lines.append(f"  … and {out.total - TOP_RULES} more in structuredContent.workloads")
+    lines += ["", "Model inputs, with their sources, are in structuredContent.workloads[].inputs."]
     return cap("\n".join(lines) + "\n")
 
 

@@ -22,6 +22,7 @@ from kubegap.mcp import cluster, gpunodes, summary
 from kubegap.mcp.cluster import Connection, ProgressFn, StoredAudit
 from kubegap.mcp.models import (
     AuditOutput,
+    CostOutput,
     CoverageRecord,
     LintOutput,
     NodesOutput,
@@ -31,6 +32,7 @@ from kubegap.mcp.models import (
 )
 from kubegap.mcp.records import (
     audit_rule_counts,
+    cost_record,
     finding_record,
     offender_record,
     rule_counts,
@@ -69,6 +71,17 @@ class Toolbox:
         report = lint_documents(reader.read([manifests.STDIN], io.BytesIO(data)), self._engine_for(policies))
         report.summary.not_applicable += reader.skipped
         return report
+
+    def estimate_cost(self, text: str) -> tuple[CostOutput, str]:
+        """The cost model over manifest text: each training workload's loss, and what each fix saves."""
+        report = self.lint(text)
+        costs = sorted(report.workloads, key=lambda w: -w.lost)
+        out = CostOutput(
+            workloads=[cost_record(c) for c in costs],
+            total=len(costs),
+            summary=summary_record(report.summary),
+        )
+        return out, summary.cost_text(out)
 
     def lint_manifests(self, text: str, policies: Sequence[str] = ()) -> tuple[LintOutput, str]:
         report = self.lint(text, policies)

@@ -7,13 +7,17 @@ import io
 import json
 import logging
 import sys
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client
 
+from kubegap import manifests
 from kubegap.cli import main
+from kubegap.config import Settings
+from kubegap.evaluate import build_engine
 from kubegap.mcp.redact import MARK, redact
 from tests.support.samples import FAILING_PYTORCHJOB
 
@@ -22,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = "\n---\n".join(p.read_text("utf-8") for p in sorted(ROOT.glob("policies/*/examples/*.yaml")))
 TOKEN = "ghp_" + "x7Kq2" * 8  # a GitHub token's shape
 LEAKY_JOB = FAILING_PYTORCHJOB.replace(
-    "              command: [torchrun, train.py]\n",
-    "              command: [torchrun, train.py]\n"
+    "              command: [python, train.py]\n",
+    "              command: [python, train.py]\n"
     f"              env: [{{name: TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC, value: '{TOKEN}'}}]\n",
 )
 
@@ -141,3 +145,20 @@ async def test_an_internal_error_is_a_tool_error_and_logged(
     assert result.is_error
     (record,) = [r for r in caplog.records if r.name == "kubegap.mcp.calls"]
     assert record.levelname == "ERROR" and record.fields["error"] == "internal error: RuntimeError"  # type: ignore[attr-defined]
+
+
+async def test_estimate_cost_prices_the_incident_shaped_job(client: Client) -> None:
+    examples = Path(str(files("kubegap.policies"))) / "checkpoint-interval" / "examples"
+    example = examples / "fail-4096-gpus-five-hour-interval.yaml"
+    result = await client.call_tool("estimate_cost", {"manifests": example.read_text("utf-8")})
+    [workload] = result.structured_content["workloads"]  # type: ignore[index]
+    assert workload["totalGpus"] == 4096
+    lint = build_engine(Settings()).evaluate(next(iter(manifests.read([str(example)]))).obj or {})
+    assert lint.cost is not None
+    assert workload["lostGpuHoursPerMonth"] == round(lint.cost.lost, 1)  # the same model as kubegap lint
+    [saving] = workload["savings"]
+    assert (saving["policy"], saving["rule"]) == ("checkpoint-interval", "interval-bounded")
+    assert saving["savedGpuHoursPerMonth"] > 400_000
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert "GPU-h/month at risk  PyTorchJob/llm/llm-405b-pretrain (4096 GPUs)" in text
+    assert "fixing checkpoint-interval/interval-bounded saves ≈ 441k" in text

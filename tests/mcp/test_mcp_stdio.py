@@ -34,7 +34,14 @@ async def test_stdio_server_answers_tools_and_logs_each_call(
             audit = await client.call_tool("audit_cluster", {"namespace": "team-a"})
         errlog.seek(0)
         lines = [json.loads(line) for line in errlog.read().splitlines() if line.strip()]
-    assert tools == {"lint_manifests", "list_policies", "explain_policy", "audit_cluster", "check_nodes"}
+    assert tools == {
+        "lint_manifests",
+        "estimate_cost",
+        "list_policies",
+        "explain_policy",
+        "audit_cluster",
+        "check_nodes",
+    }
     assert not lint.is_error and (lint.structured_content or {})["total"] > 0
     assert not audit.is_error and (audit.structured_content or {})["access"]["readOnly"] is True
     calls = [line for line in lines if line.get("event") == "tool_call"]
@@ -61,5 +68,5 @@ async def test_clients_on_the_initialize_handshake_get_the_same_tools(
             tools = {t.name: t for t in (await client.list_tools()).tools}
             lint = await client.call_tool("lint_manifests", {"manifests": FAILING_PYTORCHJOB})
     assert all(t.output_schema and t.annotations and t.annotations.read_only_hint for t in tools.values())
-    assert len(tools) == 5 and (lint.structured_content or {})["total"] > 0
+    assert len(tools) == 6 and (lint.structured_content or {})["total"] > 0
     assert lint.content[0].text.startswith("kubegap lint: 1 object(s) checked")  # type: ignore[union-attr]

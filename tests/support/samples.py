@@ -24,7 +24,8 @@ RECORD_FIELDS = frozenset(
     }
 )
 
-# A two-pod PyTorchJob with high findings (no collective timeout, no NIC, no probe, no checkpoints).
+# A two-pod PyTorchJob with findings (no launcher kubegap knows, so no timeout; no NIC, no probe, no
+# checkpoints).
 FAILING_PYTORCHJOB = """\
 apiVersion: kubeflow.org/v1
 kind: PyTorchJob
@@ -38,7 +39,7 @@ spec:
           containers:
             - name: trainer
               image: registry.example/llm:1
-              command: [torchrun, train.py]
+              command: [python, train.py]
               resources:
                 limits: {nvidia.com/gpu: 8}
 """
