@@ -60,9 +60,26 @@ def _lint_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="*",
         metavar="PATH",
         help="files or folders to lint (*.yaml, *.yml, *.json, recursive); - reads stdin; "
-        "default: the bundled policy examples",
+        "none: nothing is linted",
     )
     parser.add_argument(
+        "--examples", action="store_true", help="lint the bundled policy examples (they have findings)"
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="leave out files and folders whose path or name matches, e.g. 'vendor' or '*/generated/*' "
+        "(repeatable; adds to exclude: in the config)",
+    )
+    parser.add_argument(
+        "--fail-if-no-objects",
+        action="store_true",
+        help="exit 2 when no Kubernetes object was linted (e.g. an empty list of changed files)",
+    )
+    parser.add_argument(
+        "-o",
         "--format",
         choices=LINT_FORMATS,
         default="text",
@@ -93,22 +110,27 @@ def _bundled_examples() -> list[str]:
 def _lint(args: argparse.Namespace) -> int:
     from kubegap.errors import UsageError
     from kubegap.evaluate import build_engine
+    from kubegap.inputs import expand
     from kubegap.lint import exit_code, jobs_from, lint
     from kubegap.options import settings_from_args
 
     settings = settings_from_args(args)
     engine = build_engine(settings)
-    paths = args.paths or _bundled_examples()
-    if not args.paths:
+    paths = [*args.paths, *(_bundled_examples() if args.examples else [])]
+    notes: list[str] = []
+    files = [path or "-" for _, path in expand(paths, (*settings.exclude, *args.exclude), notes)]
+    for note in notes:
+        print(f"kubegap: {note}", file=sys.stderr)
+    if not paths:
         print(
-            f"kubegap: no path given; linting the bundled examples under {Path(paths[0]).parent.parent}",
+            "kubegap: no path given: nothing to lint (kubegap lint --examples lints the bundled examples)",
             file=sys.stderr,
         )
     outputs = _outputs(args.output)  # before linting, so that a typo fails at once
     formats = {args.format, *(fmt for fmt, _ in outputs)}
-    stdin = sys.stdin.buffer if "-" in paths else None
+    stdin = sys.stdin.buffer if "-" in files else None
     # SARIF counts passes and JUnit lists them as test cases; the other formats need only the findings.
-    report = lint(paths, engine, stdin, jobs_from(args.jobs), keep_passes=bool(formats & {"sarif", "junit"}))
+    report = lint(files, engine, stdin, jobs_from(args.jobs), keep_passes=bool(formats & {"sarif", "junit"}))
     for fmt, path in outputs:
         try:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -116,6 +138,9 @@ def _lint(args: argparse.Namespace) -> int:
         except OSError as err:
             raise UsageError(f"--output {fmt}={path}: {err.strerror or err}") from None
     sys.stdout.write(_lint_output(args.format, report, engine))
+    if args.fail_if_no_objects and not report.summary.objects:
+        print("kubegap: no Kubernetes object was linted (--fail-if-no-objects)", file=sys.stderr)
+        return 2
     return exit_code(report, settings.fail_on)
 
 
@@ -152,8 +177,8 @@ def _policies_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("action", choices=("list", "show"), help="list every policy, or show one")
     parser.add_argument("id", nargs="?", help="the policy to show")
-    parser.add_argument("--format", choices=("text", "markdown", "json"), default="text")
-    add_engine_arguments(parser)
+    parser.add_argument("-o", "--format", choices=("text", "markdown", "json"), default="text")
+    add_engine_arguments(parser, fail_on=False)
 
 
 def _policies(args: argparse.Namespace) -> int:
@@ -182,7 +207,7 @@ def _test_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "dir", nargs="?", help="a folder of policy folders with examples (default: the bundled ones)"
     )
-    add_engine_arguments(parser)
+    add_engine_arguments(parser, fail_on=False)
 
 
 def _test(args: argparse.Namespace) -> int:
@@ -201,6 +226,35 @@ def _test(args: argparse.Namespace) -> int:
     failed = sum(not o.ok for o in outcomes)
     print(f"{len(outcomes) - failed} passed, {failed} failed")
     return 1 if failed or not outcomes else 0
+
+
+def _version_arguments(parser: argparse.ArgumentParser) -> None:
+    from kubegap.options import add_engine_arguments
+
+    add_engine_arguments(parser, fail_on=False)
+
+
+def _version(args: argparse.Namespace) -> int:
+    from kubegap import policyset
+    from kubegap.evaluate import build_engine
+    from kubegap.options import settings_from_args
+
+    settings = settings_from_args(args)
+    engine = build_engine(settings)  # the same checks as a run: a broken policy set is an error here too
+    ids = ", ".join(p.id for p in engine.policies)
+    digest = policyset.digest(
+        policyset.rule_files(settings.policy_dirs, settings.knob_files), settings.params
+    )
+    print(f"kubegap {__version__}")
+    print(f"policy set {digest} ({len(engine.policies)} policies: {ids})")
+    return 0
+
+
+def _verbose(parser: argparse.ArgumentParser) -> None:
+    """`-v` after the command word too (`kubegap lint -v`), not only before it."""
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log diagnostics to stderr"
+    )
 
 
 def _command_word(argv: Sequence[str]) -> str | None:
@@ -227,6 +281,7 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
             _policies,
         ),
         ("test", "run policy examples (pass/fail/skip) against their expectations", _test_arguments, _test),
+        ("version", "kubegap's version and the version of the policy set", _version_arguments, _version),
     ]
     for name, help_text, add, run in table:
         sub = commands.add_parser(
@@ -237,6 +292,7 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         add(sub)
+        _verbose(sub)
         sub.set_defaults(run=run)
     # audit and serve need the Kubernetes client and Flask: import them only when that command runs, so
     # `kubegap lint` starts fast; their subparsers still list in `kubegap --help`.
@@ -249,12 +305,28 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         if name == chosen:
             imported = importlib.import_module(module)
             imported.add_arguments(sub)
+            _verbose(sub)
             sub.set_defaults(run=imported.run)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(arguments)
+    except ModuleNotFoundError as err:
+        from kubegap.extras import missing_module
+
+        message = missing_module(err, _command_word(arguments))
+        if message is None:
+            print("kubegap: internal error (please report it with this trace):", file=sys.stderr)
+            traceback.print_exc()
+            return 3
+        print(f"kubegap: {message}", file=sys.stderr)
+        return 2
+
+
+def _main(arguments: list[str]) -> int:
     parser = _parser(arguments)
     args = parser.parse_args(arguments)
     logging.basicConfig(
@@ -269,6 +341,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KubegapError as err:
         print(f"kubegap: {err}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError:
+        raise  # named by main() when an optional module is missing
     except KeyboardInterrupt:
         print("kubegap: interrupted", file=sys.stderr)
         return 130

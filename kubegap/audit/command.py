@@ -72,7 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--page-size", type=int, metavar="N", help=f"objects per list request (default {DEFAULT_PAGE_SIZE})"
     )
     out = parser.add_argument_group("output")
-    out.add_argument("--format", choices=output.FORMATS, default="text", help="report format (default text)")
+    out.add_argument(
+        "-o", "--format", choices=output.FORMATS, default="text", help="report format (default text)"
+    )
     out.add_argument(
         "--allow-incomplete",
         action="store_true",
