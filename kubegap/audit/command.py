@@ -11,7 +11,7 @@ import argparse
 import logging
 import sys
 
-from kubegap.audit import output, rbac
+from kubegap.audit import output, rbac, reach
 from kubegap.audit.progress import TerminalProgress
 from kubegap.audit.reader import DEFAULT_TIMEOUT, connect
 from kubegap.audit.retry import Api
@@ -103,6 +103,10 @@ def run(args: argparse.Namespace) -> int:
     except KubegapError as exc:
         print(f"kubegap audit: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if (why := reach.problem(transport, transport.host)) is not None:
+        print(f"kubegap audit: {why}", file=sys.stderr)  # said once, and no empty report under it
+        transport.close()
+        return EXIT_INCOMPLETE
     result: AuditResult | None = None
     try:
         api = Api(transport)

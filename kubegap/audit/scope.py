@@ -10,6 +10,7 @@ from typing import Any
 
 import jsonschema
 
+from kubegap.audit import selector
 from kubegap.errors import UsageError
 
 _NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"  # a namespace name (RFC 1123 label)
@@ -88,6 +89,7 @@ def scope_from(section: Mapping[str, Any], args: argparse.Namespace) -> AuditSco
 
 
 def _check(scope: AuditScope) -> None:
+    selector.check(scope.selector)
     for ns in (*scope.namespaces, *scope.exclude_namespaces):
         if not re.match(_NAME, ns):
             raise UsageError(f"{ns!r} is not a namespace name")
