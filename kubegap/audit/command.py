@@ -32,6 +32,11 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL, EXIT_INCOMPLETE = 0, 1, 2,
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     cluster = parser.add_argument_group("cluster")
     cluster.add_argument(
+        "--demo",
+        action="store_true",
+        help="audit a built-in API server holding the bundled examples and a few GPU nodes (no cluster)",
+    )
+    cluster.add_argument(
         "--kubeconfig",
         metavar="FILE",
         help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else the in-cluster service account)",
@@ -92,6 +97,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "demo", False):
+        from kubegap.audit import demo
+
+        with demo.cluster() as (kubeconfig, served):
+            print(
+                f"kubegap audit: demo: an API server on 127.0.0.1 serving {served} objects "
+                f"(the bundled examples and {len(demo.NODES)} GPU nodes, one degraded)",
+                file=sys.stderr,
+            )
+            args.kubeconfig, args.context = kubeconfig, None
+            return _run(args)
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         settings = settings_from_args(args)
         scope = scope_from(settings.audit, args)
