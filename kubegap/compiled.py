@@ -11,7 +11,7 @@ from kubegap.cel import Backend, CelError, Program
 from kubegap.config import Settings
 from kubegap.errors import PolicyError, UsageError
 from kubegap.findings import Severity
-from kubegap.policy import Policy, Validation, Variable, cel_value, convert_param, param_text
+from kubegap.policy import Policy, Validation, Variable, cel_value, convert_param, fill, param_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +39,7 @@ class CompiledPolicy:
     validations: tuple[CompiledValidation, ...]
     # ids of the programs that read `variables`: only they need the activation that carries them
     variable_users: frozenset[int] = frozenset()
+    remediation: str = ""  # the policy's fix text, parameters filled in
 
 
 def _compile(backend: Backend, policy: Policy, where: str, source: str | None) -> Program | None:
@@ -82,6 +83,7 @@ def compile_policies(
 ) -> list[CompiledPolicy]:
     out = []
     for policy in select(policies, settings):
+        params = resolve_params(policy, settings.params.get(policy.id, {}))
         validations = tuple(
             CompiledValidation(
                 validation=v,
@@ -93,7 +95,7 @@ def compile_policies(
                 field_path=_compile(
                     backend, policy, f"validation {v.name} fieldPathExpression", v.field_path_expression
                 ),
-                remediation=v.remediation or policy.remediation,
+                remediation=fill(v.remediation or policy.remediation, policy, params),
             )
             for v in policy.validations
         )
@@ -101,7 +103,6 @@ def compile_policies(
             (v, _must(_compile(backend, policy, f"variable {v.name}", v.expression)))
             for v in policy.variables
         )
-        params = resolve_params(policy, settings.params.get(policy.id, {}))
         out.append(
             CompiledPolicy(
                 policy=policy,
@@ -112,6 +113,7 @@ def compile_policies(
                 variables=variables,
                 validations=validations,
                 variable_users=_variable_users(validations),
+                remediation=fill(policy.remediation, policy, params),
             )
         )
     return out

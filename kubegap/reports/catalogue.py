@@ -26,7 +26,7 @@ def _text(policies: Sequence[CompiledPolicy], detailed: bool) -> str:
                 f"{validation.description}"
             )
         out += [
-            f"  fix: {policy.remediation}",
+            f"  fix: {compiled.remediation}",
             *[f"  why: {r.markdown()}" for r in policy.references],
             f'  exempt: annotation {EXEMPTION_PREFIX}{policy.id}: "<reason>"',
             f"  source: {policy.source}",
@@ -66,7 +66,7 @@ def _markdown_policy(compiled: CompiledPolicy) -> list[str]:
         )
     lines += [
         "",
-        f"**How to fix**: {policy.remediation}",
+        f"**How to fix**: {compiled.remediation}",
         "",
         f"**How to exempt**: annotate the workload (or the pod template) with "
         f'`{EXEMPTION_PREFIX}{policy.id}: "<reason>"`; a blank reason exempts nothing.',
