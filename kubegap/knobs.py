@@ -21,7 +21,8 @@ class OnlyIf:
 
 @dataclass(frozen=True, slots=True)
 class Knob:
-    # collectiveTimeout, checkpointInterval, checkpointSteps, checkpointDisabled, checkpointUnbounded, stepTime
+    # collectiveTimeout, checkpointInterval, checkpointSteps, checkpointDisabled, checkpointUnbounded,
+    # stepTime
     setting: str
     framework: str | None
     flags: frozenset[str]

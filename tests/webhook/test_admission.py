@@ -63,11 +63,13 @@ def _check_contract(reply: Mapping[str, Any], uid: str) -> Mapping[str, Any]:
     if not response["allowed"]:
         assert response["status"]["code"] >= 400
         assert len(response["status"]["message"].encode()) <= 1024
-    assert all(len(w) <= 120 for w in response.get("warnings", []))
+    # A warning over 256 characters may be cut by the API server; past 4,096 in all they are dropped.
+    assert all(len(w) <= 256 for w in response.get("warnings", []))
+    assert sum(len(w) for w in response.get("warnings", [])) <= 4096
     assert len(response.get("warnings", [])) <= 21
     for key, value in response.get("auditAnnotations", {}).items():
         assert ANNOTATION_KEY.fullmatch(key) and len(key) <= 63, key  # prefixed with the webhook name
-        assert 0 < len(value) <= 512
+        assert 0 < len(value) <= (4096 if key == "findings" else 512)
     return response
 
 
@@ -133,6 +135,26 @@ def test_enforce_preset_denies_exactly_when_a_finding_is_high(name: str, reviewe
             assert f"{finding.policy}/{finding.rule}" in response["status"]["message"]
         medium = [f for f in findings if f.result is Result.FAIL and not f.severity >= Severity.HIGH]
         assert len(response.get("warnings", [])) == len(medium)
+
+
+@pytest.mark.parametrize("name", PAYLOADS)
+def test_the_audit_annotation_carries_each_failing_finding_with_its_fix(
+    name: str, reviewer: MakeReviewer
+) -> None:
+    review = payload(name)
+    response = reviewer({"preset": "enforce"}).review(review).review["response"]
+    failing = [f for f in ENGINE.evaluate(review["request"]["object"]).findings if f.result is Result.FAIL]
+    if not failing:
+        assert "findings" not in response.get("auditAnnotations", {})
+        return
+    records = json.loads(response["auditAnnotations"]["findings"])
+    listed = [r for r in records if "id" in r]
+    assert len(listed) + sum(r.get("more", 0) for r in records) == len(failing)
+    for record in listed:
+        match = [
+            f for f in failing if f"{f.policy}/{f.rule}" == record["id"] and f.message == record["message"]
+        ]
+        assert match and record["fix"] == match[0].remediation.strip()
 
 
 def test_the_fixtures_cover_denials_and_a_clean_workload() -> None:
