@@ -69,13 +69,27 @@ def resolve_params(policy: Policy, overrides: Mapping[str, Any]) -> dict[str, An
 
 
 def select(policies: Sequence[Policy], settings: Settings) -> list[Policy]:
-    known = {p.id for p in policies}
-    for pid in (*settings.select, *settings.skip, *settings.params):
-        if pid not in known:
-            raise UsageError(f"unknown policy {pid!r}; known policies: {', '.join(sorted(known))}")
-    return [
-        p for p in policies if (not settings.select or p.id in settings.select) and p.id not in settings.skip
-    ]
+    """The policies to run: `--policy`/`--skip` name a policy (`nccl-timeout`) or one of its rules
+    (`nccl-timeout/timeout-bounded`); a rule named in `--policy` brings its policy, with only the rules
+    named for it. Unknown ids and rules are usage errors."""
+    by_id = {p.id: p for p in policies}
+    for entry in (*settings.select, *settings.skip, *settings.params):
+        pid, _, rule = entry.partition("/")
+        if pid not in by_id:
+            raise UsageError(f"unknown policy {pid!r}; known policies: {', '.join(sorted(by_id))}")
+        rules = [v.name for v in by_id[pid].validations]
+        if rule and rule not in rules:
+            raise UsageError(f"policy {pid} has no rule {rule!r}; its rules: {', '.join(rules)}")
+    chosen = {entry.partition("/")[0] for entry in settings.select}
+    return [p for p in policies if (not settings.select or p.id in chosen) and p.id not in settings.skip]
+
+
+def selected_rules(policy: Policy, settings: Settings) -> list[Validation]:
+    """The policy's validations left after rule-level `--policy` and `--skip` entries."""
+    named = {e.partition("/")[2] for e in settings.select if e.startswith(f"{policy.id}/")}
+    whole = policy.id in settings.select or not named
+    skipped = {e.partition("/")[2] for e in settings.skip if e.startswith(f"{policy.id}/")}
+    return [v for v in policy.validations if (whole or v.name in named) and v.name not in skipped]
 
 
 def compile_policies(
@@ -97,7 +111,7 @@ def compile_policies(
                 ),
                 remediation=fill(v.remediation or policy.remediation, policy, params),
             )
-            for v in policy.validations
+            for v in selected_rules(policy, settings)
         )
         variables = tuple(
             (v, _must(_compile(backend, policy, f"variable {v.name}", v.expression)))

@@ -18,10 +18,18 @@ def add_engine_arguments(parser: argparse.ArgumentParser, fail_on: bool = True) 
     group = parser.add_argument_group("rules")
     group.add_argument("--config", metavar="FILE", help="settings file (policies, params, webhook, audit)")
     group.add_argument(
-        "--policy", action="append", default=[], metavar="ID", help="run only this policy (repeatable)"
+        "--policy",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="run only this policy, or POLICY/RULE only this rule (repeatable)",
     )
     group.add_argument(
-        "--skip", action="append", default=[], metavar="ID", help="never run this policy (repeatable)"
+        "--skip",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="never run this policy, or POLICY/RULE this rule (repeatable)",
     )
     group.add_argument(
         "--policies",
