@@ -22,7 +22,7 @@ from kubegap.errors import KubegapError
 from kubegap.facts import Unit
 from kubegap.fieldpath import render
 from kubegap.findings import Finding, ObjectRef, Result, Severity
-from kubegap.policy import EXEMPTION_PREFIX, EXEMPTION_REASON, INVALID_DECLARATION
+from kubegap.policy import EXEMPTION_REASON, INVALID_DECLARATION
 from kubegap.workloads import kind_info, workload_of
 
 MAX_DEPTH = 100  # cel-expr crashes on objects nested thousands deep; manifests never need a hundred
@@ -116,7 +116,7 @@ class Engine:
 def _evaluate_policy(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
     states: dict[int, UnitState] = {}
     applied = False
-    blank_exemptions: set[str] = set()
+    void_exemptions: dict[str, tuple[str, str]] = {}  # path -> (why it exempts nothing, fix)
     for validation in policy.validations:
         for unit in run.facts.units.get(validation.validation.scope, ()):
             state = states.get(id(unit))
@@ -126,10 +126,10 @@ def _evaluate_policy(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
                 if not state.policy_applies():
                     continue
                 applied = True
-                # A blank exemption is reported wherever the policy applies, even where no validation
-                # does (a cordoned node): it exempts nothing and would mislead the next reader.
-                reason, blanks = state.exemption()
-                blank_exemptions.update(blanks)
+                # A void exemption (blank, expired) is reported wherever the policy applies, even where no
+                # validation does (a cordoned node): it exempts nothing and would mislead the next reader.
+                reason, void = state.exemption(validation.validation.name)
+                void_exemptions.update(void)
                 if not state.applies(validation.applies_to):
                     continue
             except CelError as err:
@@ -149,7 +149,7 @@ def _evaluate_policy(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
                 continue
             yield _judge(run, policy, validation, state)
     if applied:
-        yield from _engine_rules(run, policy, blank_exemptions)
+        yield from _engine_rules(run, policy, void_exemptions)
 
 
 def _default_path(unit: Unit) -> str | None:
@@ -212,7 +212,9 @@ def _text(state: UnitState, program: Any, fallback: str | None) -> Any:
     return value if isinstance(value, str) else fallback
 
 
-def _engine_rules(run: Run, policy: CompiledPolicy, blank_exemptions: set[str]) -> Iterator[Finding]:
+def _engine_rules(
+    run: Run, policy: CompiledPolicy, void_exemptions: Mapping[str, tuple[str, str]]
+) -> Iterator[Finding]:
     """Rules every policy carries: unreadable declarations it reads, exemptions without a reason."""
     remediation = "Write the value as a Go duration such as 90s, 10m or 1h30m."
     for bad in run.facts.invalid:
@@ -230,17 +232,9 @@ def _engine_rules(run: Run, policy: CompiledPolicy, blank_exemptions: set[str]) 
                 render(bad.path),
                 remediation,
             )
-    for path in sorted(blank_exemptions):
-        message = f"exemption {EXEMPTION_PREFIX}{policy.policy.id} has no reason, so it exempts nothing"
+    for path, (message, fix) in sorted(void_exemptions.items()):
         yield run.finding(
-            policy.policy,
-            EXEMPTION_REASON,
-            Severity.MEDIUM,
-            Result.FAIL,
-            message,
-            None,
-            path,
-            'Say why the workload is exempt, e.g. "short smoke test, no checkpoints needed".',
+            policy.policy, EXEMPTION_REASON, Severity.MEDIUM, Result.FAIL, message, None, path, fix
         )
 
 
