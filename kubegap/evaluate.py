@@ -8,12 +8,12 @@ never a pass; an exempted evaluation is a `skip` with the reason.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubegap import annotationkeys, knobs
 from kubegap import facts as facts_module
-from kubegap import knobs
 from kubegap.activation import OBJECT, Run, UnitState, expressions, groups
 from kubegap.cel import Backend, CelError
 from kubegap.compiled import CompiledPolicy, CompiledValidation, compile_policies
@@ -63,9 +63,16 @@ def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
 
 class Engine:
     def __init__(
-        self, policies: Sequence[CompiledPolicy], catalogue: knobs.Catalogue, backend: Backend
+        self,
+        policies: Sequence[CompiledPolicy],
+        catalogue: knobs.Catalogue,
+        backend: Backend,
+        policy_ids: Iterable[str] = (),  # every loaded policy, run or not: their exemptions are known keys
     ) -> None:
         self.compiled = tuple(policies)
+        self.known_annotations = annotationkeys.known_keys(
+            catalogue, {*policy_ids, *(c.policy.id for c in policies)}
+        )
         self.policies = tuple(c.policy for c in policies)
         self.catalogue = catalogue
         self.backend = backend
@@ -110,6 +117,7 @@ class Engine:
             if deadline is not None and time.monotonic() > deadline:
                 raise DeadlineExceeded(f"evaluation of {ref.display()} ran past its deadline")
             results.extend(_evaluate_policy(run, policy))
+        results.extend(annotationkeys.unknown(gathered, ref, self.known_annotations))
         return Evaluation(ref, True, tuple(results))
 
 
@@ -244,4 +252,4 @@ def build_engine(settings: Settings) -> Engine:
     catalogue = knobs.load(settings.knob_files)
     policies = policy.load(settings.policy_dirs)
     backend = cel.backend(settings.cel_backend)
-    return Engine(compile_policies(policies, settings, backend), catalogue, backend)
+    return Engine(compile_policies(policies, settings, backend), catalogue, backend, [p.id for p in policies])
