@@ -38,7 +38,7 @@ exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage/input/policy erro
 """
 
 
-LINT_FORMATS = ("text", "json", "sarif", "junit")
+LINT_FORMATS = ("text", "json", "sarif", "junit", "github", "codequality")
 LINT_EPILOG = """\
 examples:
   kubegap lint deploy/ jobs/train.yaml
@@ -83,7 +83,8 @@ def _lint_arguments(parser: argparse.ArgumentParser) -> None:
         "--format",
         choices=LINT_FORMATS,
         default="text",
-        help="format written to stdout (default text): sarif for code scanning, junit for CI test reports",
+        help="format written to stdout (default text): sarif for code scanning, junit for CI test reports, "
+        "github for workflow annotations, codequality for GitLab merge requests",
     )
     parser.add_argument(
         "--output",
@@ -157,10 +158,14 @@ def _outputs(specs: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def _lint_output(fmt: str, report: LintReport, engine: Engine) -> str:
+    from kubegap.reports import codequality, github, junit, sarif
     from kubegap.reports import json as json_report
-    from kubegap.reports import junit, sarif
     from kubegap.reports import text as text_report
 
+    if fmt == "github":
+        return github.render(report.findings, base_dir=str(Path.cwd()))
+    if fmt == "codequality":
+        return codequality.render(report.findings, base_dir=str(Path.cwd()))
     if fmt == "sarif":
         return sarif.render(
             report.findings + report.passes, engine.policies, __version__, base_dir=str(Path.cwd())
