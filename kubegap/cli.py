@@ -139,10 +139,24 @@ def _lint(args: argparse.Namespace) -> int:
         except OSError as err:
             raise UsageError(f"--output {fmt}={path}: {err.strerror or err}") from None
     sys.stdout.write(_lint_output(args.format, report, engine))
+    _warn_unlocated(formats, report)
     if args.fail_if_no_objects and not report.summary.objects:
         print("kubegap: no Kubernetes object was linted (--fail-if-no-objects)", file=sys.stderr)
         return 2
     return exit_code(report, settings.fail_on)
+
+
+def _warn_unlocated(formats: set[str], report: LintReport) -> None:
+    from kubegap.reports import sarif
+
+    count = sarif.unlocated(report.findings) if "sarif" in formats else 0
+    if count:
+        print(
+            f"kubegap: warning: {count} SARIF result(s) have no file location (stdin without "
+            "`# Source:` lines); GitHub code scanning rejects such files: lint the files themselves, "
+            "or pipe `helm template` output, which names them",
+            file=sys.stderr,
+        )
 
 
 def _outputs(specs: Sequence[str]) -> list[tuple[str, str]]:
