@@ -20,7 +20,7 @@ from kubegap.audit.scope import DEFAULT_PAGE_SIZE, scope_from
 from kubegap.audit.writer import write_reports
 from kubegap.config import Settings
 from kubegap.errors import KubegapError
-from kubegap.evaluate import build_engine
+from kubegap.evaluate import Engine, build_engine
 from kubegap.findings import Severity
 from kubegap.options import add_engine_arguments, settings_from_args
 
@@ -81,6 +81,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-o", "--format", choices=output.FORMATS, default="text", help="report format (default text)"
     )
     out.add_argument(
+        "--output",
+        action="append",
+        default=[],
+        metavar="FORMAT=PATH",
+        help="also write FORMAT to the file PATH, e.g. --output sarif=audit.sarif (repeatable)",
+    )
+    out.add_argument(
         "--allow-incomplete",
         action="store_true",
         help="exit 0/1 even when some kind or namespace could not be evaluated (default: exit 4)",
@@ -115,6 +122,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         settings = settings_from_args(args)
         scope = scope_from(settings.audit, args)
+        outputs = output.parse_outputs(args.output)  # before connecting: a typo fails at once
         if args.print_rbac:
             sys.stdout.write(rbac.render(scope.resolve_configmaps, args.write_policyreports))
             return EXIT_CLEAN
@@ -133,9 +141,10 @@ def _run(args: argparse.Namespace) -> int:
         result = Auditor(api, engine, scope, TerminalProgress.for_stderr()).run()
         if args.write_policyreports:
             _write(api, result)
+        unwritten = _write_files(outputs, result, transport.host, engine)
         output.write(sys.stdout, args.format, result, transport.host, engine.policies)
         sys.stdout.flush()
-        return exit_code(result, settings, args.allow_incomplete)
+        return EXIT_USAGE if unwritten else exit_code(result, settings, args.allow_incomplete)
     except Exception:
         log.exception("internal error")
         print("kubegap audit: internal error (see the trace above)", file=sys.stderr)
@@ -144,6 +153,18 @@ def _run(args: argparse.Namespace) -> int:
         if result is not None:
             result.spool.close()
         transport.close()
+
+
+def _write_files(outputs: list[tuple[str, str]], result: AuditResult, host: str, engine: Engine) -> bool:
+    """Each `--output` file; True when one could not be written (said on stderr, exit 2 as for lint)."""
+    failed = False
+    for fmt, path in outputs:
+        try:
+            output.write_file(path, fmt, result, host, engine.policies)
+        except KubegapError as exc:
+            print(f"kubegap audit: {exc}", file=sys.stderr)
+            failed = True
+    return failed
 
 
 def _write(api: Api, result: AuditResult) -> None:
