@@ -269,6 +269,17 @@ def _version(args: argparse.Namespace) -> int:
     return 0
 
 
+def _completion_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell to complete in")
+
+
+def _completion(args: argparse.Namespace) -> int:
+    from kubegap import completion
+
+    sys.stdout.write(completion.script(args.shell, completion.commands(lambda name: _parser([name]))))
+    return 0
+
+
 def _verbose(parser: argparse.ArgumentParser) -> None:
     """`-v` after the command word too (`kubegap lint -v`), not only before it."""
     parser.add_argument(
@@ -301,6 +312,12 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         ),
         ("test", "run policy examples (pass/fail/skip) against their expectations", _test_arguments, _test),
         ("version", "kubegap's version and the version of the policy set", _version_arguments, _version),
+        (
+            "completion",
+            'print a shell completion script: eval "$(kubegap completion bash)"',
+            _completion_arguments,
+            _completion,
+        ),
     ]
     for name, help_text, add, run in table:
         sub = commands.add_parser(
