@@ -74,6 +74,14 @@ def _lint_arguments(parser: argparse.ArgumentParser) -> None:
         "(repeatable; adds to exclude: in the config)",
     )
     parser.add_argument(
+        "--chart-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a chart folder: findings in `helm template` output point at its templates (repeatable; "
+        "adds to chartDirs: in the config)",
+    )
+    parser.add_argument(
         "--fail-if-no-objects",
         action="store_true",
         help="exit 2 when no Kubernetes object was linted (e.g. an empty list of changed files)",
@@ -109,6 +117,7 @@ def _bundled_examples() -> list[str]:
 
 
 def _lint(args: argparse.Namespace) -> int:
+    from kubegap.charts import chart_dirs
     from kubegap.errors import UsageError
     from kubegap.evaluate import build_engine
     from kubegap.inputs import expand
@@ -131,7 +140,9 @@ def _lint(args: argparse.Namespace) -> int:
     formats = {args.format, *(fmt for fmt, _ in outputs)}
     stdin = sys.stdin.buffer if "-" in files else None
     # SARIF counts passes and JUnit lists them as test cases; the other formats need only the findings.
+    charts = chart_dirs([*settings.chart_dirs, *args.chart_dir])
     report = lint(files, engine, stdin, jobs_from(args.jobs), keep_passes=bool(formats & {"sarif", "junit"}))
+    report.findings, report.passes = charts.apply(report.findings), charts.apply(report.passes)
     for fmt, path in outputs:
         try:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
