@@ -15,6 +15,7 @@ from kubegap.evaluate import DeadlineExceeded, Evaluation, build_engine
 from kubegap.findings import Finding, ObjectRef, Result, Severity
 from kubegap.webhook.actions import parse_config
 from kubegap.webhook.admission import Reviewer, evaluation_budget
+from kubegap.webhook.app import build_reviewer
 from kubegap.webhook.engines import EngineSet
 from kubegap.webhook.metrics import ERRORS, REQUESTS, RESULTS, Metrics
 from kubegap.webhook.review import API_VERSION, KIND, BadReview
@@ -344,3 +345,25 @@ def test_the_real_engine_stops_at_a_deadline_already_past(reviewer: MakeReviewer
         assert response["allowed"] is allowed
         assert response["auditAnnotations"] == {"error": "deadline"}
         assert outcome.record["error"] == "deadline"
+
+
+def test_the_denial_fix_follows_the_parameters_in_force() -> None:
+    review = payload("pytorchjob-create-dryrun.json")
+    container = {
+        "name": "trainer",
+        "image": "i",
+        "command": ["torchrun", "train.py", "--distributed-timeout-minutes", "25"],
+        "resources": {"limits": {"nvidia.com/gpu": 8}},
+    }
+    review["request"]["object"]["spec"]["pytorchReplicaSpecs"] = {
+        "Worker": {"replicas": 2, "template": {"spec": {"containers": [container]}}}
+    }
+    settings = Settings(
+        select=("nccl-timeout/timeout-bounded",),
+        params={"nccl-timeout": {"maxCollectiveTimeout": "20m"}},
+        webhook={"preset": "enforce"},
+    )
+    response = build_reviewer(settings, Metrics()).review(review).review["response"]
+    message = response["status"]["message"]
+    assert "collective timeout 25m" in message and "exceeds 20m" in message
+    assert "Fix: Lower the collective timeout to at most 20 minutes" in message
