@@ -133,7 +133,8 @@ def _lint(args: argparse.Namespace) -> int:
         print(f"kubegap: {note}", file=sys.stderr)
     if not paths:
         print(
-            "kubegap: no path given: nothing to lint (kubegap lint --examples lints the bundled examples)",
+            "kubegap: no path given: nothing to lint (`kubegap lint -` reads stdin; "
+            "`kubegap lint --examples` lints the bundled examples)",
             file=sys.stderr,
         )
     outputs = _outputs(args.output)  # before linting, so that a typo fails at once
