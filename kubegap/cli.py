@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kubegap import __version__
+from kubegap.commands import COMPLETION, VERSION
 from kubegap.errors import KubegapError
 
 if TYPE_CHECKING:
@@ -259,39 +260,6 @@ def _test(args: argparse.Namespace) -> int:
     return 1 if failed or not outcomes else 0
 
 
-def _version_arguments(parser: argparse.ArgumentParser) -> None:
-    from kubegap.options import add_engine_arguments
-
-    add_engine_arguments(parser, fail_on=False)
-
-
-def _version(args: argparse.Namespace) -> int:
-    from kubegap import policyset
-    from kubegap.evaluate import build_engine
-    from kubegap.options import settings_from_args
-
-    settings = settings_from_args(args)
-    engine = build_engine(settings)  # the same checks as a run: a broken policy set is an error here too
-    ids = ", ".join(p.id for p in engine.policies)
-    digest = policyset.digest(
-        policyset.rule_files(settings.policy_dirs, settings.knob_files), settings.params
-    )
-    print(f"kubegap {__version__}")
-    print(f"policy set {digest} ({len(engine.policies)} policies: {ids})")
-    return 0
-
-
-def _completion_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell to complete in")
-
-
-def _completion(args: argparse.Namespace) -> int:
-    from kubegap import completion
-
-    sys.stdout.write(completion.script(args.shell, completion.commands(lambda name: _parser([name]))))
-    return 0
-
-
 def _verbose(parser: argparse.ArgumentParser) -> None:
     """`-v` after the command word too (`kubegap lint -v`), not only before it."""
     parser.add_argument(
@@ -323,13 +291,8 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
             _policies,
         ),
         ("test", "run policy examples (pass/fail/skip) against their expectations", _test_arguments, _test),
-        ("version", "kubegap's version and the version of the policy set", _version_arguments, _version),
-        (
-            "completion",
-            'print a shell completion script: eval "$(kubegap completion bash)"',
-            _completion_arguments,
-            _completion,
-        ),
+        ("version", "kubegap's version and the version of the policy set", *VERSION),
+        ("completion", 'print a shell completion script: eval "$(kubegap completion bash)"', *COMPLETION),
     ]
     for name, help_text, add, run in table:
         sub = commands.add_parser(
