@@ -26,7 +26,6 @@ class Settings:
     cel_backend: str = "auto"
     exclude: tuple[str, ...] = ()  # globs of files and folders that lint leaves out
     chart_dirs: tuple[str, ...] = ()  # chart folders, to map `# Source:` names to repository paths
-    source: str | None = None  # the config file read, if any
     webhook: Mapping[str, Any] = field(default_factory=dict)
     audit: Mapping[str, Any] = field(default_factory=dict)
 
@@ -78,7 +77,6 @@ def load_config(path: str | None, discovered: bool = False) -> Settings:
         cel_backend=doc.get("celBackend", "auto"),
         exclude=tuple(doc.get("exclude", ())),
         chart_dirs=_relative(base, doc.get("chartDirs", ())),
-        source=path,
         webhook=doc.get("webhook", {}),
         audit=doc.get("audit", {}),
     )

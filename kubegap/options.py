@@ -10,7 +10,7 @@ from kubegap.config import Settings, load_config, parse_set
 from kubegap.findings import Severity
 
 SEVERITIES = [s.value for s in Severity]
-DISCOVERING = ("lint", "audit", "policies", "test")
+DISCOVERING = ("lint", "audit", "policies", "test", "version")
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser, fail_on: bool = True) -> None:

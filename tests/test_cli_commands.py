@@ -58,3 +58,15 @@ def test_version_names_the_policy_set_and_changes_with_it(capsys: pytest.Capture
         .splitlines()[1]
         .endswith("(1 policies: nccl-timeout)")
     )
+
+
+def test_version_reads_the_discovered_config(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    plain = run(capsys, "version")[1]
+    (tmp_path / ".kubegap.yaml").write_text(
+        "apiVersion: kubegap.dev/v1alpha1\nkind: Config\n"
+        "params: {nccl-timeout: {maxCollectiveTimeout: 20m}}\n"
+    )
+    assert run(capsys, "version")[1] != plain
