@@ -7,11 +7,13 @@ are converted once, not once per policy.
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubegap import exemptions
 from kubegap.cel import Backend, CelError
 from kubegap.compiled import CompiledPolicy
 from kubegap.facts import ObjectFacts, Unit
@@ -176,18 +178,20 @@ class UnitState:
             self.bindings = {**self.bindings, "variables": self.run.backend.convert(values)}
             self.activation = self.run.backend.activation(self.bindings)
 
-    def exemption(self) -> tuple[str | None, list[str]]:
-        """(the nearest reason, paths of blank exemptions): a blank reason exempts nothing (RULES.md §3),
-        and it does not hide a reasoned exemption further out."""
+    def exemption(self, rule: str) -> tuple[str | None, dict[str, tuple[str, str]]]:
+        """(the nearest reason that covers `rule`, {path: (problem, fix)} of exemptions that exempt
+        nothing: blank, expired, naming an unknown rule; RULES.md §3). Those do not hide a valid
+        exemption further out."""
         key = EXEMPTION_PREFIX + self.policy.policy.id
+        rules = [v.name for v in self.policy.policy.validations]
+        today = datetime.datetime.now(datetime.UTC).date()
         reason: str | None = None
-        blanks: list[str] = []
+        problems: dict[str, tuple[str, str]] = {}
         for path, notes in self.unit.annotations:
             if key in notes:
-                value = notes[key]  # `key:` with no value is null in YAML: as blank as ""
-                text = "" if value is None else str(value).strip()
-                if not text:
-                    blanks.append(render((*path, key)))
-                elif reason is None:
-                    reason = text
-        return reason, blanks
+                parsed = exemptions.parse(key, notes[key], rules, today)
+                if parsed.problem is not None:
+                    problems[render((*path, key))] = (parsed.problem, parsed.fix or "")
+                elif reason is None and parsed.covers(rule):
+                    reason = parsed.reason
+        return reason, problems

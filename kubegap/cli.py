@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kubegap import __version__
+from kubegap.commands import COMPLETION, VERSION
 from kubegap.errors import KubegapError
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage/input/policy erro
 """
 
 
-LINT_FORMATS = ("text", "json", "sarif", "junit")
+LINT_FORMATS = ("text", "json", "sarif", "junit", "github", "codequality")
 LINT_EPILOG = """\
 examples:
   kubegap lint deploy/ jobs/train.yaml
@@ -61,13 +62,39 @@ def _lint_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="*",
         metavar="PATH",
         help="files or folders to lint (*.yaml, *.yml, *.json, recursive); - reads stdin; "
-        "default: the bundled policy examples",
+        "none: nothing is linted",
     )
     parser.add_argument(
+        "--examples", action="store_true", help="lint the bundled policy examples (they have findings)"
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="leave out files and folders whose path or name matches, e.g. 'vendor' or '*/generated/*' "
+        "(repeatable; adds to exclude: in the config)",
+    )
+    parser.add_argument(
+        "--chart-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a chart folder: findings in `helm template` output point at its templates (repeatable; "
+        "adds to chartDirs: in the config)",
+    )
+    parser.add_argument(
+        "--fail-if-no-objects",
+        action="store_true",
+        help="exit 2 when no Kubernetes object was linted (e.g. an empty list of changed files)",
+    )
+    parser.add_argument(
+        "-o",
         "--format",
         choices=LINT_FORMATS,
         default="text",
-        help="format written to stdout (default text): sarif for code scanning, junit for CI test reports",
+        help="format written to stdout (default text): sarif for code scanning, junit for CI test reports, "
+        "github for workflow annotations, codequality for GitLab merge requests",
     )
     parser.add_argument(
         "--output",
@@ -92,24 +119,33 @@ def _bundled_examples() -> list[str]:
 
 
 def _lint(args: argparse.Namespace) -> int:
+    from kubegap.charts import chart_dirs
     from kubegap.errors import UsageError
     from kubegap.evaluate import build_engine
+    from kubegap.inputs import expand
     from kubegap.lint import exit_code, jobs_from, lint
     from kubegap.options import settings_from_args
 
     settings = settings_from_args(args)
     engine = build_engine(settings)
-    paths = args.paths or _bundled_examples()
-    if not args.paths:
+    paths = [*args.paths, *(_bundled_examples() if args.examples else [])]
+    notes: list[str] = []
+    files = [path or "-" for _, path in expand(paths, (*settings.exclude, *args.exclude), notes)]
+    for note in notes:
+        print(f"kubegap: {note}", file=sys.stderr)
+    if not paths:
         print(
-            f"kubegap: no path given; linting the bundled examples under {Path(paths[0]).parent.parent}",
+            "kubegap: no path given: nothing to lint (`kubegap lint -` reads stdin; "
+            "`kubegap lint --examples` lints the bundled examples)",
             file=sys.stderr,
         )
     outputs = _outputs(args.output)  # before linting, so that a typo fails at once
     formats = {args.format, *(fmt for fmt, _ in outputs)}
-    stdin = sys.stdin.buffer if "-" in paths else None
+    stdin = sys.stdin.buffer if "-" in files else None
     # SARIF counts passes and JUnit lists them as test cases; the other formats need only the findings.
-    report = lint(paths, engine, stdin, jobs_from(args.jobs), keep_passes=bool(formats & {"sarif", "junit"}))
+    charts = chart_dirs([*settings.chart_dirs, *args.chart_dir])
+    report = lint(files, engine, stdin, jobs_from(args.jobs), keep_passes=bool(formats & {"sarif", "junit"}))
+    report.findings, report.passes = charts.apply(report.findings), charts.apply(report.passes)
     for fmt, path in outputs:
         try:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -117,7 +153,24 @@ def _lint(args: argparse.Namespace) -> int:
         except OSError as err:
             raise UsageError(f"--output {fmt}={path}: {err.strerror or err}") from None
     sys.stdout.write(_lint_output(args.format, report, engine))
+    _warn_unlocated(formats, report)
+    if args.fail_if_no_objects and not report.summary.objects:
+        print("kubegap: no Kubernetes object was linted (--fail-if-no-objects)", file=sys.stderr)
+        return 2
     return exit_code(report, settings.fail_on)
+
+
+def _warn_unlocated(formats: set[str], report: LintReport) -> None:
+    from kubegap.reports import sarif
+
+    count = sarif.unlocated(report.findings) if "sarif" in formats else 0
+    if count:
+        print(
+            f"kubegap: warning: {count} SARIF result(s) have no file location (stdin without "
+            "`# Source:` lines); GitHub code scanning rejects such files: lint the files themselves, "
+            "or pipe `helm template` output, which names them",
+            file=sys.stderr,
+        )
 
 
 def _outputs(specs: Sequence[str]) -> list[tuple[str, str]]:
@@ -133,10 +186,14 @@ def _outputs(specs: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def _lint_output(fmt: str, report: LintReport, engine: Engine) -> str:
+    from kubegap.reports import codequality, github, junit, sarif
     from kubegap.reports import json as json_report
-    from kubegap.reports import junit, sarif
     from kubegap.reports import text as text_report
 
+    if fmt == "github":
+        return github.render(report.findings, base_dir=str(Path.cwd()))
+    if fmt == "codequality":
+        return codequality.render(report.findings, base_dir=str(Path.cwd()))
     if fmt == "sarif":
         return sarif.render(
             report.findings + report.passes, engine.policies, __version__, base_dir=str(Path.cwd())
@@ -156,8 +213,8 @@ def _policies_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("action", choices=("list", "show"), help="list every policy, or show one")
     parser.add_argument("id", nargs="?", help="the policy to show")
-    parser.add_argument("--format", choices=("text", "markdown", "json"), default="text")
-    add_engine_arguments(parser)
+    parser.add_argument("-o", "--format", choices=("text", "markdown", "json"), default="text")
+    add_engine_arguments(parser, fail_on=False)
 
 
 def _policies(args: argparse.Namespace) -> int:
@@ -186,7 +243,7 @@ def _test_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "dir", nargs="?", help="a folder of policy folders with examples (default: the bundled ones)"
     )
-    add_engine_arguments(parser)
+    add_engine_arguments(parser, fail_on=False)
 
 
 def _test(args: argparse.Namespace) -> int:
@@ -205,6 +262,13 @@ def _test(args: argparse.Namespace) -> int:
     failed = sum(not o.ok for o in outcomes)
     print(f"{len(outcomes) - failed} passed, {failed} failed")
     return 1 if failed or not outcomes else 0
+
+
+def _verbose(parser: argparse.ArgumentParser) -> None:
+    """`-v` after the command word too (`kubegap lint -v`), not only before it."""
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log diagnostics to stderr"
+    )
 
 
 def _command_word(argv: Sequence[str]) -> str | None:
@@ -231,6 +295,8 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
             _policies,
         ),
         ("test", "run policy examples (pass/fail/skip) against their expectations", _test_arguments, _test),
+        ("version", "kubegap's version and the version of the policy set", *VERSION),
+        ("completion", 'print a shell completion script: eval "$(kubegap completion bash)"', *COMPLETION),
     ]
     for name, help_text, add, run in table:
         sub = commands.add_parser(
@@ -241,6 +307,7 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         add(sub)
+        _verbose(sub)
         sub.set_defaults(run=run)
     # audit and serve need the Kubernetes client and Flask: import them only when that command runs, so
     # `kubegap lint` starts fast; their subparsers still list in `kubegap --help`.
@@ -254,12 +321,28 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         if name == chosen:
             imported = importlib.import_module(module)
             imported.add_arguments(sub)
+            _verbose(sub)
             sub.set_defaults(run=imported.run)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(arguments)
+    except ModuleNotFoundError as err:
+        from kubegap.extras import missing_module
+
+        message = missing_module(err, _command_word(arguments))
+        if message is None:
+            print("kubegap: internal error (please report it with this trace):", file=sys.stderr)
+            traceback.print_exc()
+            return 3
+        print(f"kubegap: {message}", file=sys.stderr)
+        return 2
+
+
+def _main(arguments: list[str]) -> int:
     parser = _parser(arguments)
     args = parser.parse_args(arguments)
     logging.basicConfig(
@@ -274,6 +357,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KubegapError as err:
         print(f"kubegap: {err}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError:
+        raise  # named by main() when an optional module is missing
     except KeyboardInterrupt:
         print("kubegap: interrupted", file=sys.stderr)
         return 130

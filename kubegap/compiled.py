@@ -11,7 +11,7 @@ from kubegap.cel import Backend, CelError, Program
 from kubegap.config import Settings
 from kubegap.errors import PolicyError, UsageError
 from kubegap.findings import Severity
-from kubegap.policy import Policy, Validation, Variable, cel_value, convert_param, param_text
+from kubegap.policy import Policy, Validation, Variable, cel_value, convert_param, fill, param_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +39,7 @@ class CompiledPolicy:
     validations: tuple[CompiledValidation, ...]
     # ids of the programs that read `variables`: only they need the activation that carries them
     variable_users: frozenset[int] = frozenset()
+    remediation: str = ""  # the policy's fix text, parameters filled in
 
 
 def _compile(backend: Backend, policy: Policy, where: str, source: str | None) -> Program | None:
@@ -68,13 +69,27 @@ def resolve_params(policy: Policy, overrides: Mapping[str, Any]) -> dict[str, An
 
 
 def select(policies: Sequence[Policy], settings: Settings) -> list[Policy]:
-    known = {p.id for p in policies}
-    for pid in (*settings.select, *settings.skip, *settings.params):
-        if pid not in known:
-            raise UsageError(f"unknown policy {pid!r}; known policies: {', '.join(sorted(known))}")
-    return [
-        p for p in policies if (not settings.select or p.id in settings.select) and p.id not in settings.skip
-    ]
+    """The policies to run: `--policy`/`--skip` name a policy (`nccl-timeout`) or one of its rules
+    (`nccl-timeout/timeout-bounded`); a rule named in `--policy` brings its policy, with only the rules
+    named for it. Unknown ids and rules are usage errors."""
+    by_id = {p.id: p for p in policies}
+    for entry in (*settings.select, *settings.skip, *settings.params):
+        pid, _, rule = entry.partition("/")
+        if pid not in by_id:
+            raise UsageError(f"unknown policy {pid!r}; known policies: {', '.join(sorted(by_id))}")
+        rules = [v.name for v in by_id[pid].validations]
+        if rule and rule not in rules:
+            raise UsageError(f"policy {pid} has no rule {rule!r}; its rules: {', '.join(rules)}")
+    chosen = {entry.partition("/")[0] for entry in settings.select}
+    return [p for p in policies if (not settings.select or p.id in chosen) and p.id not in settings.skip]
+
+
+def selected_rules(policy: Policy, settings: Settings) -> list[Validation]:
+    """The policy's validations left after rule-level `--policy` and `--skip` entries."""
+    named = {e.partition("/")[2] for e in settings.select if e.startswith(f"{policy.id}/")}
+    whole = policy.id in settings.select or not named
+    skipped = {e.partition("/")[2] for e in settings.skip if e.startswith(f"{policy.id}/")}
+    return [v for v in policy.validations if (whole or v.name in named) and v.name not in skipped]
 
 
 def compile_policies(
@@ -82,6 +97,7 @@ def compile_policies(
 ) -> list[CompiledPolicy]:
     out = []
     for policy in select(policies, settings):
+        params = resolve_params(policy, settings.params.get(policy.id, {}))
         validations = tuple(
             CompiledValidation(
                 validation=v,
@@ -93,15 +109,14 @@ def compile_policies(
                 field_path=_compile(
                     backend, policy, f"validation {v.name} fieldPathExpression", v.field_path_expression
                 ),
-                remediation=v.remediation or policy.remediation,
+                remediation=fill(v.remediation or policy.remediation, policy, params),
             )
-            for v in policy.validations
+            for v in selected_rules(policy, settings)
         )
         variables = tuple(
             (v, _must(_compile(backend, policy, f"variable {v.name}", v.expression)))
             for v in policy.variables
         )
-        params = resolve_params(policy, settings.params.get(policy.id, {}))
         out.append(
             CompiledPolicy(
                 policy=policy,
@@ -112,6 +127,7 @@ def compile_policies(
                 variables=variables,
                 validations=validations,
                 variable_users=_variable_users(validations),
+                remediation=fill(policy.remediation, policy, params),
             )
         )
     return out

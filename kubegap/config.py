@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -14,6 +15,8 @@ from kubegap.impact import ImpactSettings, settings_from
 
 IMPACT = "impact"  # `--set impact.NAME=VALUE` sets the cost model, not a policy parameter
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True, slots=True)
 class Settings:
@@ -24,6 +27,8 @@ class Settings:
     params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # policy -> param -> value
     fail_on: Severity = Severity.HIGH
     cel_backend: str = "auto"
+    exclude: tuple[str, ...] = ()  # globs of files and folders that lint leaves out
+    chart_dirs: tuple[str, ...] = ()  # chart folders, to map `# Source:` names to repository paths
     webhook: Mapping[str, Any] = field(default_factory=dict)
     audit: Mapping[str, Any] = field(default_factory=dict)
     impact: ImpactSettings = field(default_factory=ImpactSettings)
@@ -49,9 +54,28 @@ def _relative(base: Path, paths: Sequence[str]) -> tuple[str, ...]:
     return tuple(str(base / p) if not Path(p).is_absolute() else p for p in paths)
 
 
-def load_config(path: str | None) -> Settings:
+CONFIG_NAME = ".kubegap.yaml"
+
+
+def discover(cwd: Path | None = None) -> str | None:
+    """`.kubegap.yaml` in the working directory, else at the root of the git repository holding it."""
+    here = (cwd or Path.cwd()).resolve()
+    if (here / CONFIG_NAME).is_file():
+        return str(here / CONFIG_NAME)
+    root = next((d for d in (here, *here.parents) if (d / ".git").exists()), None)
+    if root is not None and (root / CONFIG_NAME).is_file():
+        return str(root / CONFIG_NAME)
+    return None
+
+
+def load_config(path: str | None, discovered: bool = False) -> Settings:
+    """The settings of `path`; with `discovered`, of the `.kubegap.yaml` found when no path is given."""
+    if path is None and discovered:
+        path = discover()
     if path is None:
+        log.debug("no config file: defaults and the command line")
         return Settings()
+    log.info("config file: %s", path)
     if not Path(path).is_file():
         raise UsageError(f"{path}: no such config file")
     doc = schema.load(path, "config")
@@ -64,6 +88,8 @@ def load_config(path: str | None) -> Settings:
         params={pid: dict(values) for pid, values in doc.get("params", {}).items()},
         fail_on=Severity(doc.get("failOn", "high")),
         cel_backend=doc.get("celBackend", "auto"),
+        exclude=tuple(doc.get("exclude", ())),
+        chart_dirs=_relative(base, doc.get("chartDirs", ())),
         webhook=doc.get("webhook", {}),
         audit=doc.get("audit", {}),
         impact=_impact(doc.get("impact", {}), ImpactSettings(), path),

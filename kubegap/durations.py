@@ -80,3 +80,13 @@ def format_seconds(seconds: float) -> str:
     minutes, secs = divmod(rest, 60)
     parts = [f"{hours}h" if hours else "", f"{minutes}m" if minutes else "", f"{secs}s" if secs else ""]
     return "".join(parts)
+
+
+def words(seconds: float) -> str:
+    """Prose for fix texts: 1800 -> 30 minutes, 5400 -> 1 hour 30 minutes, 45 -> 45 seconds."""
+    if seconds < 60 or not math.isfinite(seconds) or abs(seconds - round(seconds)) > 1e-9:
+        return f"{format_seconds(seconds)[:-1]} second{'' if seconds == 1 else 's'}"
+    hours, rest = divmod(round(seconds), 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [(hours, "hour"), (minutes, "minute"), (secs, "second")]
+    return " ".join(f"{n} {unit}{'' if n == 1 else 's'}" for n, unit in parts if n)

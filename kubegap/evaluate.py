@@ -8,12 +8,12 @@ never a pass; an exempted evaluation is a `skip` with the reason.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubegap import annotationkeys, knobs, pricing
 from kubegap import facts as facts_module
-from kubegap import knobs, pricing
 from kubegap.activation import OBJECT, Run, UnitState, expressions, groups
 from kubegap.cel import Backend, CelError
 from kubegap.compiled import CompiledPolicy, CompiledValidation, compile_policies
@@ -23,7 +23,7 @@ from kubegap.facts import Unit
 from kubegap.fieldpath import render
 from kubegap.findings import UNRESOLVED_COUNT, Finding, ObjectRef, Result, Severity, WorkloadCost
 from kubegap.impact import ImpactSettings
-from kubegap.policy import EXEMPTION_PREFIX, EXEMPTION_REASON, INVALID_DECLARATION
+from kubegap.policy import EXEMPTION_REASON, INVALID_DECLARATION
 from kubegap.workloads import kind_info, workload_of
 
 MAX_DEPTH = 100  # cel-expr crashes on objects nested thousands deep; manifests never need a hundred
@@ -70,10 +70,14 @@ class Engine:
         catalogue: knobs.Catalogue,
         backend: Backend,
         impact: ImpactSettings | None = None,
+        policy_ids: Iterable[str] = (),  # every loaded policy, run or not: their exemptions are known keys
     ) -> None:
         self.compiled = tuple(policies)
         self.impact = impact or ImpactSettings()
         self.pricing = _pricing(policies)
+        self.known_annotations = annotationkeys.known_keys(
+            catalogue, {*policy_ids, *(c.policy.id for c in policies)}
+        )
         self.policies = tuple(c.policy for c in policies)
         self.catalogue = catalogue
         self.backend = backend
@@ -118,6 +122,7 @@ class Engine:
             if deadline is not None and time.monotonic() > deadline:
                 raise DeadlineExceeded(f"evaluation of {ref.display()} ran past its deadline")
             results.extend(_evaluate_policy(run, policy))
+        results.extend(annotationkeys.unknown(gathered, ref, self.known_annotations))
         situation = pricing.situation(gathered, self.impact)
         if situation is None:
             return Evaluation(ref, True, tuple(results))
@@ -159,7 +164,7 @@ def _pricing(policies: Sequence[CompiledPolicy]) -> dict[tuple[str, str], pricin
 def _evaluate_policy(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
     states: dict[int, UnitState] = {}
     applied = False
-    blank_exemptions: set[str] = set()
+    void_exemptions: dict[str, tuple[str, str]] = {}  # path -> (why it exempts nothing, fix)
     for validation in policy.validations:
         for unit in run.facts.units.get(validation.validation.scope, ()):
             state = states.get(id(unit))
@@ -169,10 +174,10 @@ def _evaluate_policy(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
                 if not state.policy_applies():
                     continue
                 applied = True
-                # A blank exemption is reported wherever the policy applies, even where no validation
-                # does (a cordoned node): it exempts nothing and would mislead the next reader.
-                reason, blanks = state.exemption()
-                blank_exemptions.update(blanks)
+                # A void exemption (blank, expired) is reported wherever the policy applies, even where no
+                # validation does (a cordoned node): it exempts nothing and would mislead the next reader.
+                reason, void = state.exemption(validation.validation.name)
+                void_exemptions.update(void)
                 if not state.applies(validation.applies_to):
                     continue
             except CelError as err:
@@ -192,7 +197,7 @@ def _evaluate_policy(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
                 continue
             yield _judge(run, policy, validation, state)
     if applied:
-        yield from _engine_rules(run, policy, blank_exemptions)
+        yield from _engine_rules(run, policy, void_exemptions)
 
 
 def _default_path(unit: Unit) -> str | None:
@@ -255,7 +260,9 @@ def _text(state: UnitState, program: Any, fallback: str | None) -> Any:
     return value if isinstance(value, str) else fallback
 
 
-def _engine_rules(run: Run, policy: CompiledPolicy, blank_exemptions: set[str]) -> Iterator[Finding]:
+def _engine_rules(
+    run: Run, policy: CompiledPolicy, void_exemptions: Mapping[str, tuple[str, str]]
+) -> Iterator[Finding]:
     """Rules every policy carries: unreadable declarations it reads, exemptions without a reason."""
     remediation = "Write the value as a Go duration such as 90s, 10m or 1h30m."
     for bad in run.facts.invalid:
@@ -273,17 +280,9 @@ def _engine_rules(run: Run, policy: CompiledPolicy, blank_exemptions: set[str]) 
                 render(bad.path),
                 remediation,
             )
-    for path in sorted(blank_exemptions):
-        message = f"exemption {EXEMPTION_PREFIX}{policy.policy.id} has no reason, so it exempts nothing"
+    for path, (message, fix) in sorted(void_exemptions.items()):
         yield run.finding(
-            policy.policy,
-            EXEMPTION_REASON,
-            Severity.MEDIUM,
-            Result.FAIL,
-            message,
-            None,
-            path,
-            'Say why the workload is exempt, e.g. "short smoke test, no checkpoints needed".',
+            policy.policy, EXEMPTION_REASON, Severity.MEDIUM, Result.FAIL, message, None, path, fix
         )
 
 
@@ -293,4 +292,5 @@ def build_engine(settings: Settings) -> Engine:
     catalogue = knobs.load(settings.knob_files)
     policies = policy.load(settings.policy_dirs)
     backend = cel.backend(settings.cel_backend)
-    return Engine(compile_policies(policies, settings, backend), catalogue, backend, settings.impact)
+    compiled = compile_policies(policies, settings, backend)
+    return Engine(compiled, catalogue, backend, settings.impact, [p.id for p in policies])

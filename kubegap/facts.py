@@ -245,6 +245,8 @@ def _checkpoint(
         for reading in found:
             if reading.setting == "checkpointDisabled" and "disabled" not in out:
                 out["disabled"] = {"source": reading.source, "path": render(reading.path)}
+            elif reading.setting == "checkpointUnbounded" and "unbounded" not in out:
+                out["unbounded"] = {"source": reading.source, "path": render(reading.path)}
             elif reading.setting == "checkpointInterval" and reading.value is not None:
                 intervals.append((reading.value, reading.source, reading.path))
             elif reading.setting == "checkpointSteps" and reading.value is not None:

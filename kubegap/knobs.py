@@ -21,7 +21,9 @@ class OnlyIf:
 
 @dataclass(frozen=True, slots=True)
 class Knob:
-    setting: str  # collectiveTimeout, checkpointInterval, checkpointSteps, checkpointDisabled, stepTime
+    # collectiveTimeout, checkpointInterval, checkpointSteps, checkpointDisabled, checkpointUnbounded,
+    # stepTime
+    setting: str
     framework: str | None
     flags: frozenset[str]
     overrides: tuple[str, ...]  # `*.a.b` matches `a.b` and any `x.a.b`
@@ -30,6 +32,8 @@ class Knob:
     unit: str | None
     disabled_by: frozenset[str]  # lower-cased values that switch checkpointing off
     only_if: OnlyIf | None
+    # lower-cased values that keep checkpointing on, on a schedule no time bound follows from (per epoch)
+    unbounded_by: frozenset[str] = frozenset()
 
     def matches_override(self, key: str) -> bool:
         return any(
@@ -73,6 +77,7 @@ def _knob(raw: Mapping[str, Any]) -> Knob:
         annotation=raw.get("annotation"),
         unit=raw.get("unit"),
         disabled_by=frozenset(v.lower() for v in raw.get("disabledBy", ())),
+        unbounded_by=frozenset(v.lower() for v in raw.get("unboundedBy", ())),
         only_if=OnlyIf(
             frozenset(only["flags"]), frozenset(v.lower() for v in only["values"]), bool(only.get("orUnset"))
         )

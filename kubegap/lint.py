@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
-from kubegap import fieldpath, manifests, raw
+from kubegap import fieldpath, inputs, manifests, raw
 from kubegap.errors import UsageError
 from kubegap.evaluate import Context, Engine
 from kubegap.findings import Finding, ObjectRef, Result, Severity, Summary, WorkloadCost
@@ -123,7 +123,7 @@ def lint(
     keep_passes: bool = False,
 ) -> LintReport:
     """Lint files, folders and `-`; with jobs > 1 and enough files, in worker processes sharing the engine."""
-    files = [path for _, path in manifests.expand(paths)]
+    files = [path for _, path in inputs.expand(paths)]
     if None in files:  # stdin can be read only once: take it whole
         return _lint_files(paths, engine, stdin, keep_passes, None)
     # ConfigMaps may sit in any file: read the few files that mention one first.

@@ -6,8 +6,7 @@ rest of the input is still linted. Only a path that does not exist raises `Usage
 before anything is read.
 
 Inputs
-- A file is read whatever its name; a directory is walked recursively for `*.yaml`, `*.yml` and `*.json`
-  files (hidden directories skipped), sorted by their path components for stable output; `-` is stdin,
+- A file is read whatever its name; a directory is walked as `kubegap.inputs` says; `-` is stdin,
   named `<stdin>`. JSON is read by the YAML loader (JSON is YAML flow syntax), so a `.json` file may hold
   one object or a List.
 - A file is split at its document markers before parsing, so a broken document hides no other. A marker
@@ -44,8 +43,6 @@ or of the nearest existing parent when the path does not exist.
 from __future__ import annotations
 
 import codecs
-import logging
-import os
 import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -54,16 +51,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from kubegap import yamlguard
-from kubegap.errors import UsageError
 from kubegap.fieldpath import FieldPath
+from kubegap.inputs import expand
 
-log = logging.getLogger(__name__)
-
-SUFFIXES = (".yaml", ".yml", ".json")
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_DOCUMENT_BYTES = 8 * 1024 * 1024
-STDIN = "-"
-STDIN_NAME = "<stdin>"
 
 _MARKER = re.compile(r"^(?:---|\.\.\.)(?=[ \t]|$)", re.MULTILINE)
 _DIRECTIVES_ONLY = re.compile(r"(?:[ \t]*(?:#[^\n]*)?\n|%[^\n]*(?:\n|\Z))*")
@@ -258,31 +250,6 @@ def _pieces(text: str) -> Iterator[tuple[int, str]]:
         start = cut
     if start < len(text):
         yield line, text[start:]
-
-
-def expand(paths: Sequence[str]) -> list[tuple[str, str | None]]:
-    """(display name, path or None for stdin) of every file to read, in reading order."""
-    files: list[tuple[str, str | None]] = []
-    for given in paths:
-        if given == STDIN:
-            files.append((STDIN_NAME, None))
-        elif Path(given).is_dir():
-            files.extend((name, name) for name in _walk(Path(given)))
-        elif Path(given).exists():
-            files.append((given, given))
-        else:
-            raise UsageError(f"{given}: no such file or directory")
-    return files
-
-
-def _walk(root: Path) -> list[str]:
-    found: list[Path] = []
-    for folder, subfolders, names in os.walk(root):
-        subfolders[:] = [s for s in subfolders if not s.startswith(".")]
-        found.extend(Path(folder, name) for name in names if name.lower().endswith(SUFFIXES))
-    found.sort(key=lambda path: path.relative_to(root).parts)
-    log.debug("%s: %d manifest files", root, len(found))
-    return [str(path) for path in found]
 
 
 def locate(doc: Document, path: FieldPath) -> tuple[int, int]:

@@ -10,16 +10,26 @@ from kubegap.config import Settings, load_config, parse_set
 from kubegap.findings import Severity
 
 SEVERITIES = [s.value for s in Severity]
+DISCOVERING = ("lint", "audit", "policies", "test", "version")
 
 
-def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+def add_engine_arguments(parser: argparse.ArgumentParser, fail_on: bool = True) -> None:
+    """The rule options; `fail_on=False` for commands whose exit code does not depend on findings."""
     group = parser.add_argument_group("rules")
     group.add_argument("--config", metavar="FILE", help="settings file (policies, params, webhook, audit)")
     group.add_argument(
-        "--policy", action="append", default=[], metavar="ID", help="run only this policy (repeatable)"
+        "--policy",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="run only this policy, or POLICY/RULE only this rule (repeatable)",
     )
     group.add_argument(
-        "--skip", action="append", default=[], metavar="ID", help="never run this policy (repeatable)"
+        "--skip",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="never run this policy, or POLICY/RULE this rule (repeatable)",
     )
     group.add_argument(
         "--policies",
@@ -44,12 +54,8 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
         help="override a parameter, e.g. nccl-timeout.maxCollectiveTimeout=20m, or a cost-model input, "
         "e.g. impact.failuresPerGpuHour=3e-5 (repeatable)",
     )
-    group.add_argument(
-        "--fail-on",
-        choices=SEVERITIES,
-        metavar="SEVERITY",
-        help=f"exit 1 when a finding is at least this severe (default: high; one of {', '.join(SEVERITIES)})",
-    )
+    if fail_on:
+        _add_fail_on(group)
     group.add_argument(
         "--cel-backend",
         choices=("auto", *BACKENDS),
@@ -57,16 +63,26 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_fail_on(group: argparse._ArgumentGroup) -> None:
+    group.add_argument(
+        "--fail-on",
+        choices=SEVERITIES,
+        metavar="SEVERITY",
+        help=f"exit 1 when a finding is at least this severe (default: high; one of {', '.join(SEVERITIES)})",
+    )
+
+
 def settings_from_args(args: argparse.Namespace) -> Settings:
     """The config file's settings with the command line on top."""
-    settings = load_config(args.config)
+    # `.kubegap.yaml` is found without --config by the commands run in a repository (as CI runs them).
+    settings = load_config(args.config, discovered=getattr(args, "command", None) in DISCOVERING)
     settings = replace(
         settings,
         policy_dirs=(*settings.policy_dirs, *args.policies),
         knob_files=(*settings.knob_files, *args.knobs),
         select=tuple(args.policy) or settings.select,
         skip=(*settings.skip, *args.skip),
-        fail_on=Severity(args.fail_on) if args.fail_on else settings.fail_on,
+        fail_on=Severity(args.fail_on) if getattr(args, "fail_on", None) else settings.fail_on,
         cel_backend=args.cel_backend or settings.cel_backend,
     )
     return settings.with_params(parse_set(args.set_params))

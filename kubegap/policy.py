@@ -3,6 +3,7 @@ compiled once, so a broken policy stops the run at start-up with the file, valid
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.resources import files
@@ -99,6 +100,32 @@ def param_text(param: Param, value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+_PLACEHOLDER = re.compile(r"\{params\.([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def fill(text: str, policy: Policy, values: Mapping[str, Any]) -> str:
+    """A fix text with its `{params.NAME}` placeholders replaced by the values in force (durations in
+    words: `at most {params.maxCollectiveTimeout}` -> `at most 20 minutes` under `--set ...=20m`)."""
+
+    def value(match: re.Match[str]) -> str:
+        param = policy.param(match[1])
+        if param.type == "duration":
+            return durations.words(float(values[param.name]))
+        return param_text(param, values[param.name])
+
+    return _PLACEHOLDER.sub(value, text)
+
+
+def _check_placeholders(policy: Policy) -> None:
+    texts = [policy.remediation, *(v.remediation for v in policy.validations if v.remediation)]
+    for text in texts:
+        for name in _PLACEHOLDER.findall(text):
+            try:
+                policy.param(name)
+            except PolicyError as err:
+                raise PolicyError(f"{policy.source}: remediation {{params.{name}}}: {err}") from None
+
+
 def cel_value(param_type: str, value: Any) -> Any:
     """What CEL sees: globs become one RE2 pattern anchored per line, tested with `name.matches(params.x)`
     or, for many names at once, against a text of one name per line (the `...Text` facts): one regular
@@ -191,6 +218,7 @@ def _policy(doc: Mapping[str, Any], source: str) -> Policy:
         severity_from_impact=bool(spec.get("severityFromImpact", False)),
     )
     _check_impact(policy)
+    _check_placeholders(policy)
     return policy
 
 

@@ -21,7 +21,7 @@ _VAR_REF = re.compile(
 @dataclass(frozen=True, slots=True)
 class Reading:
     setting: str
-    value: float | None  # seconds, or steps for checkpointSteps; None for checkpointDisabled
+    value: float | None  # seconds, or steps for checkpointSteps; None for checkpointDisabled/Unbounded
     source: str  # e.g. "--save-interval 500 (Megatron-LM)"
     path: FieldPath  # absolute
 
@@ -100,8 +100,8 @@ def container_readings(
             continue
         for written, raw, path in _raw_values(knob, cmd, env, base, argv_only):
             value = _expand(raw, env) if raw is not None else None
-            if knob.setting == "checkpointDisabled":
-                if value is not None and value.strip().lower() in knob.disabled_by:
+            if knob.setting in ("checkpointDisabled", "checkpointUnbounded"):
+                if value is not None and value.strip().lower() in knob.disabled_by | knob.unbounded_by:
                     readings.append(Reading(knob.setting, None, _label(written, knob), path))
                 continue
             if value is None:

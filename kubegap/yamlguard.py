@@ -18,8 +18,9 @@ except that it rejects tab-indented JSON.
 
 `template_leftover(text)` finds Helm leftovers; `position(text, path)` finds where a field path is.
 
-YAML 1.1 caveat: PyYAML's safe loader reads `on`/`off`/`yes`/`no` as booleans, `0755` as octal and `1:30`
-as a base-60 integer, where the API server (YAML 1.2-like) reads strings or decimals. Quote such values.
+YAML 1.1 and the API server: both read `on`/`off`/`yes`/`no` as booleans and `0755` as octal (493). They
+differ on `y`/`n` (booleans for the API server, strings here) and base-60 values like `1:30` (a string
+for the API server, 90 here); tests/test_yaml_kubectl.py checks this against kubectl. Quote such values.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import argparse
 import logging
 import sys
 
-from kubegap.audit import output, rbac
+from kubegap.audit import output, rbac, reach
 from kubegap.audit.progress import TerminalProgress
 from kubegap.audit.reader import DEFAULT_TIMEOUT, connect
 from kubegap.audit.retry import Api
@@ -20,7 +20,7 @@ from kubegap.audit.scope import DEFAULT_PAGE_SIZE, scope_from
 from kubegap.audit.writer import write_reports
 from kubegap.config import Settings
 from kubegap.errors import KubegapError
-from kubegap.evaluate import build_engine
+from kubegap.evaluate import Engine, build_engine
 from kubegap.findings import Severity
 from kubegap.options import add_engine_arguments, settings_from_args
 
@@ -31,6 +31,11 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL, EXIT_INCOMPLETE = 0, 1, 2,
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     cluster = parser.add_argument_group("cluster")
+    cluster.add_argument(
+        "--demo",
+        action="store_true",
+        help="audit a built-in API server holding the bundled examples and a few GPU nodes (no cluster)",
+    )
     cluster.add_argument(
         "--kubeconfig",
         metavar="FILE",
@@ -72,7 +77,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--page-size", type=int, metavar="N", help=f"objects per list request (default {DEFAULT_PAGE_SIZE})"
     )
     out = parser.add_argument_group("output")
-    out.add_argument("--format", choices=output.FORMATS, default="text", help="report format (default text)")
+    out.add_argument(
+        "-o", "--format", choices=output.FORMATS, default="text", help="report format (default text)"
+    )
+    out.add_argument(
+        "--output",
+        action="append",
+        default=[],
+        metavar="FORMAT=PATH",
+        help="also write FORMAT to the file PATH, e.g. --output sarif=audit.sarif (repeatable)",
+    )
     out.add_argument(
         "--allow-incomplete",
         action="store_true",
@@ -90,9 +104,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "demo", False):
+        from kubegap.audit import demo
+
+        with demo.cluster() as (kubeconfig, served):
+            print(
+                f"kubegap audit: demo: an API server on 127.0.0.1 serving {served} objects "
+                f"(the bundled examples and {len(demo.NODES)} GPU nodes, one degraded)",
+                file=sys.stderr,
+            )
+            args.kubeconfig, args.context = kubeconfig, None
+            return _run(args)
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         settings = settings_from_args(args)
         scope = scope_from(settings.audit, args)
+        outputs = output.parse_outputs(args.output)  # before connecting: a typo fails at once
         if args.print_rbac:
             sys.stdout.write(rbac.render(scope.resolve_configmaps, args.write_policyreports))
             return EXIT_CLEAN
@@ -101,15 +131,20 @@ def run(args: argparse.Namespace) -> int:
     except KubegapError as exc:
         print(f"kubegap audit: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if (why := reach.problem(transport, transport.host)) is not None:
+        print(f"kubegap audit: {why}", file=sys.stderr)  # said once, and no empty report under it
+        transport.close()
+        return EXIT_INCOMPLETE
     result: AuditResult | None = None
     try:
         api = Api(transport)
         result = Auditor(api, engine, scope, TerminalProgress.for_stderr()).run()
         if args.write_policyreports:
             _write(api, result)
+        unwritten = _write_files(outputs, result, transport.host, engine)
         output.write(sys.stdout, args.format, result, transport.host, engine.policies)
         sys.stdout.flush()
-        return exit_code(result, settings, args.allow_incomplete)
+        return EXIT_USAGE if unwritten else exit_code(result, settings, args.allow_incomplete)
     except Exception:
         log.exception("internal error")
         print("kubegap audit: internal error (see the trace above)", file=sys.stderr)
@@ -118,6 +153,18 @@ def run(args: argparse.Namespace) -> int:
         if result is not None:
             result.spool.close()
         transport.close()
+
+
+def _write_files(outputs: list[tuple[str, str]], result: AuditResult, host: str, engine: Engine) -> bool:
+    """Each `--output` file; True when one could not be written (said on stderr, exit 2 as for lint)."""
+    failed = False
+    for fmt, path in outputs:
+        try:
+            output.write_file(path, fmt, result, host, engine.policies)
+        except KubegapError as exc:
+            print(f"kubegap audit: {exc}", file=sys.stderr)
+            failed = True
+    return failed
 
 
 def _write(api: Api, result: AuditResult) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TextIO
 
 import yaml
@@ -11,6 +12,7 @@ import yaml
 from kubegap import __version__
 from kubegap.audit import jsonout, text
 from kubegap.audit.runner import AuditResult
+from kubegap.errors import UsageError
 from kubegap.policy import Policy
 from kubegap.reports import junit, policyreport, sarif
 from kubegap.reports.policyreport import PolicyReport
@@ -61,3 +63,26 @@ def write(
         policyreport.write_yaml(policy_reports(result), out)
     else:
         text.write(out, result, cluster)
+
+
+def parse_outputs(specs: Sequence[str]) -> list[tuple[str, str]]:
+    """`--output FORMAT=PATH` values, checked before the audit runs."""
+    outputs = []
+    for spec in specs:
+        fmt, equals, path = spec.partition("=")
+        if not equals or fmt not in FORMATS or not path:
+            raise UsageError(f"--output {spec!r}: write FORMAT=PATH, FORMAT one of {', '.join(FORMATS)}")
+        outputs.append((fmt, path))
+    return outputs
+
+
+def write_file(
+    path: str, fmt: str, result: AuditResult, cluster: str = "", policies: Sequence[Policy] = ()
+) -> None:
+    """One report to a file (folders created); raises UsageError when it cannot be written."""
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with Path(path).open("w", encoding="utf-8") as out:
+            write(out, fmt, result, cluster, policies)
+    except OSError as err:
+        raise UsageError(f"--output {fmt}={path}: {err.strerror or err}") from None

@@ -7,6 +7,7 @@ off so that every retry is decided, counted and reported by kubegap.audit.retry.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Mapping
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import urllib3
+import yaml
 from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 
@@ -81,8 +83,8 @@ def connect(
                 client_configuration=configuration,
                 persist_config=False,
             )
-    except (ConfigException, OSError, ValueError, TypeError) as exc:
-        raise UsageError(f"cannot load cluster credentials: {exc}") from exc
+    except (ConfigException, OSError, ValueError, TypeError, yaml.YAMLError) as exc:
+        raise UsageError(_explain(kubeconfig, context, exc)) from exc
     configuration.retries = False  # retries are decided by kubegap.audit.retry, not urllib3
     log.debug("connecting to %s", configuration.host)
     api = client.ApiClient(configuration)
@@ -102,6 +104,34 @@ def identity(kubeconfig: str | None, context: str | None) -> tuple[str | None, s
     if not chosen:
         return context, None
     return chosen.get("name"), (chosen.get("context") or {}).get("user")
+
+
+def _kubeconfig_files(kubeconfig: str | None) -> list[str]:
+    if kubeconfig is not None:
+        return [kubeconfig]
+    listed = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    return listed or [str(Path("~/.kube/config").expanduser())]
+
+
+def _explain(kubeconfig: str | None, context: str | None, exc: Exception) -> str:
+    """The client's message names neither the file nor what was asked for: say both."""
+    names = _kubeconfig_files(kubeconfig)
+    where = f"kubeconfig {' and '.join(names)}"
+    existing = [n for n in names if Path(n).is_file()]
+    if not existing:
+        return f"{where}: no such file (give one with --kubeconfig, or set KUBECONFIG)"
+    contexts: list[str] = []
+    for name in existing:
+        with contextlib.suppress(OSError, yaml.YAMLError):
+            doc = yaml.safe_load(Path(name).read_text("utf-8"))
+            entries = doc.get("contexts") if isinstance(doc, Mapping) else None
+            contexts += [str(c.get("name")) for c in entries or () if isinstance(c, Mapping)]
+    if context is not None and context not in contexts:
+        known = ", ".join(contexts) or "none"
+        return f"{where} has no context {context!r} (contexts: {known}); check --context"
+    if isinstance(exc, yaml.YAMLError):
+        return f"{where} is not valid YAML: {str(exc).splitlines()[0]}"
+    return f"{where}: cannot load cluster credentials: {exc}"
 
 
 def _in_cluster() -> bool:

@@ -10,6 +10,7 @@ from typing import Any
 
 import jsonschema
 
+from kubegap.audit import selector
 from kubegap.errors import UsageError
 
 _NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"  # a namespace name (RFC 1123 label)
@@ -94,6 +95,7 @@ def check_namespace(name: str) -> None:
 
 
 def _check(scope: AuditScope) -> None:
+    selector.check(scope.selector)
     for ns in (*scope.namespaces, *scope.exclude_namespaces):
         check_namespace(ns)
     if overlap := set(scope.namespaces) & set(scope.exclude_namespaces):

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import replace
 
-from kubegap import manifests
+from kubegap import inputs, manifests
 from kubegap.audit.scope import AuditScope, check_namespace
 from kubegap.config import Settings
 from kubegap.errors import UsageError
@@ -68,7 +68,7 @@ class Toolbox:
         if len(data) > MAX_MANIFEST_BYTES:
             raise UsageError(f"manifests exceed {MAX_MANIFEST_BYTES:,} bytes; lint them in parts")
         reader = manifests.Reader()
-        report = lint_documents(reader.read([manifests.STDIN], io.BytesIO(data)), self._engine_for(policies))
+        report = lint_documents(reader.read([inputs.STDIN], io.BytesIO(data)), self._engine_for(policies))
         report.summary.not_applicable += reader.skipped
         return report
 

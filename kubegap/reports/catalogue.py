@@ -41,9 +41,9 @@ def _text(policies: Sequence[CompiledPolicy], detailed: bool) -> str:
                 f"{validation.description}"
             )
         out += [
-            f"  fix: {policy.remediation}",
+            f"  fix: {compiled.remediation}",
             *[f"  why: {r.markdown()}" for r in policy.references],
-            f'  exempt: annotation {EXEMPTION_PREFIX}{policy.id}: "<reason>"',
+            f'  exempt: annotation {EXEMPTION_PREFIX}{policy.id}: "[RULE,…: ][until YYYY-MM-DD: ]<reason>"',
             f"  source: {policy.source}",
             "",
         ]
@@ -83,10 +83,11 @@ def _markdown_policy(compiled: CompiledPolicy) -> list[str]:
         )
     lines += [
         "",
-        f"**How to fix**: {policy.remediation}",
+        f"**How to fix**: {compiled.remediation}",
         "",
         f"**How to exempt**: annotate the workload (or the pod template) with "
-        f'`{EXEMPTION_PREFIX}{policy.id}: "<reason>"`; a blank reason exempts nothing.',
+        f'`{EXEMPTION_PREFIX}{policy.id}: "<reason>"` (all rules), `"RULE,…: <reason>"` (those rules) or '
+        '`"until YYYY-MM-DD: <reason>"` (up to that day); a blank reason or a past date exempts nothing.',
         "",
     ]
     return lines

@@ -83,6 +83,12 @@ def render(
     return _LONE_SURROGATE.sub("\ufffd", text)
 
 
+def unlocated(results: Sequence[Finding]) -> int:
+    """Listed results with no file to point at (stdin without `# Source:` lines): GitHub code scanning
+    rejects a SARIF file whose results lack a physical location, so the CLI warns once."""
+    return sum(1 for f in results if f.result is not Result.PASS and (not f.file or f.file == STDIN_NAME))
+
+
 def _order(f: Finding) -> tuple[Any, ...]:
     ref = f.object
     return (

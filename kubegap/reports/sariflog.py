@@ -3,7 +3,7 @@ standard spells them)."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 
 class Message(TypedDict):
@@ -69,6 +69,7 @@ class ReportingDescriptor(TypedDict):
     fullDescription: MultiformatMessage
     defaultConfiguration: ReportingConfiguration
     help: MultiformatMessage
+    helpUri: NotRequired[str]  # the rule's documentation (bundled policies only)
     properties: dict[str, Any]  # tags, precision, security-severity
 
 

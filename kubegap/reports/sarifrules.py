@@ -22,6 +22,11 @@ from kubegap.policy import (
 from kubegap.reports.sariflog import ReportingDescriptor
 
 INVALID_MANIFEST = "invalid-manifest"
+# Where the bundled rules are documented: policies/README.md (generated, one anchor per policy id) and the
+# README's section on unreadable input, as published for each release.
+DOCS = "https://kubegap.dev/docs"
+POLICY_DOCS = f"{DOCS}/policies/"
+INPUT_DOCS = f"{DOCS}/#input-that-is-reported-instead-of-linted"
 
 # GitHub sorts and labels alerts by this CVSS-like score when a rule is tagged `security`; kubegap's rules
 # are about reliability, so the tag is not claimed and the score only orders alerts in other viewers.
@@ -89,13 +94,14 @@ def _descriptor(
     help_text: str,
     help_markdown: str,
     tags: list[str],
+    help_uri: str | None = None,
 ) -> ReportingDescriptor:
     policy, _, rule = rule_id.partition("/")
     properties: dict[str, Any] = {"tags": list(dict.fromkeys(tags)), "precision": "high"}
     if severity in SECURITY_SEVERITY:
         properties["security-severity"] = SECURITY_SEVERITY[severity]
     properties["kubegap-severity"] = severity.value
-    return {
+    descriptor: ReportingDescriptor = {
         "id": rule_id,
         "name": f"{_pascal(policy)}/{_pascal(rule)}",
         "shortDescription": {"text": short},
@@ -104,6 +110,16 @@ def _descriptor(
         "help": {"text": help_text, "markdown": help_markdown},
         "properties": properties,
     }
+    if help_uri is not None:
+        descriptor["helpUri"] = help_uri
+    return descriptor
+
+
+def help_uri(policy: Policy | None) -> str | None:
+    """The documentation of a bundled policy; a user's own policy has no page kubegap knows of."""
+    if policy is None or not policy.source.startswith("policies/"):
+        return None
+    return f"{POLICY_DOCS}#{policy.id}"
 
 
 def _validation_descriptor(policy: Policy, validation: Validation) -> ReportingDescriptor:
@@ -113,7 +129,14 @@ def _validation_descriptor(policy: Policy, validation: Validation) -> ReportingD
     text, markdown = _help(policy, fix)
     tags = ["kubernetes", "gpu", "reliability", policy.id, validation.scope]
     return _descriptor(
-        f"{policy.id}/{validation.name}", short, full, validation.severity, text, markdown, tags
+        f"{policy.id}/{validation.name}",
+        short,
+        full,
+        validation.severity,
+        text,
+        markdown,
+        tags,
+        help_uri(policy),
     )
 
 
@@ -126,9 +149,8 @@ def _engine_descriptor(finding: Finding, policy: Policy | None) -> ReportingDesc
             "file; nothing in this document was checked."
         )
         text = f"How to fix: {finding.remediation}"
-        return _descriptor(
-            rule_id, short, full, finding.severity, text, _md(text), ["kubernetes", "correctness"]
-        )
+        tags = ["kubernetes", "correctness"]
+        return _descriptor(rule_id, short, full, finding.severity, text, _md(text), tags, INPUT_DOCS)
     short, why = _ENGINE_RULES.get(finding.rule, (f"{finding.policy}: {finding.rule}", ""))
     if policy is not None:
         full = f"{policy.title}: {short[:1].lower()}{short[1:]}. {why}".strip()
@@ -138,7 +160,7 @@ def _engine_descriptor(finding: Finding, policy: Policy | None) -> ReportingDesc
         text = f"How to fix: {finding.remediation}"
         markdown = _md(text)
     tags = ["kubernetes", "gpu", "reliability", finding.policy]
-    return _descriptor(rule_id, short, full, finding.severity, text, markdown, tags)
+    return _descriptor(rule_id, short, full, finding.severity, text, markdown, tags, help_uri(policy))
 
 
 def _help(policy: Policy, fix: str) -> tuple[str, str]:

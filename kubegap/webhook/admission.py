@@ -66,14 +66,20 @@ class _Sorted:
     exempted: list[Finding] = field(default_factory=list)
 
     def annotations(self) -> dict[str, str]:
-        """Finding ids by what was done with them, for the API server's audit log."""
+        """Finding ids by what was done with them, and the failing findings in full, for the API server's
+        audit log."""
         found = {"denied": self.denied, "warned": self.warned, "audited": self.audited}
         found |= {"errors": self.errors, "exempted": self.exempted}
-        return {
+        out = {
             key: messages.annotation_value(messages.finding_id(f) for f in findings)
             for key, findings in found.items()
             if findings
         }
+        failing = [*self.denied, *self.warned, *self.audited, *self.errors]
+        unique = list({id(f): f for f in failing}.values())  # a finding both denied and warned: once
+        if unique:
+            out["findings"] = messages.details(unique)
+        return out
 
 
 class Reviewer:

@@ -1,13 +1,16 @@
 """The words of an admission answer: denial message, warnings and audit annotations, each size-bounded.
 
-The bounds come from what the API server and kubectl do with them: warnings over 120 characters read
-badly and over 256 may be cut, more than 4,096 characters of warnings in total are dropped; a denial
-message is shown verbatim to the user after "admission webhook ... denied the request:", so it stays
-under 1 KiB and says how many findings it left out.
+The bounds come from what the API server and kubectl do with them (Kubernetes "Dynamic Admission Control",
+response warnings): a warning over 256 characters may be cut by the API server, and warnings past 4,096
+characters in total are dropped. So each warning says the rule, the value found and the limit (the
+finding's message) in at most 256 characters, cut only between words. The fix goes in the denial message,
+which is shown verbatim after "admission webhook ... denied the request:", stays under 1 KiB and says how
+many findings it left out. The full findings go in an audit annotation, for the API server's audit log.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 
 from kubegap.findings import Finding, ObjectRef
@@ -15,9 +18,11 @@ from kubegap.impact import gpu_hours_text
 
 MAX_MESSAGE_BYTES = 1024
 MAX_ITEM_BYTES = 300  # one finding in a denial message: room for three under the cap
-MAX_WARNING_CHARS = 120
+MAX_WARNING_CHARS = 256
+MAX_WARNINGS_CHARS = 4096  # all warnings of one answer together
 MAX_WARNINGS = 20  # findings listed one by one; then a single summary line
 MAX_ANNOTATION_CHARS = 512
+MAX_DETAILS_CHARS = 4096  # the `findings` audit annotation: whole records only
 _ELLIPSIS = "..."  # ASCII: warnings travel as HTTP `Warning` headers
 
 
@@ -83,10 +88,19 @@ def _more(count: int) -> str:
 
 
 def warnings(lines: Iterable[str], total: int | None = None) -> list[str]:
-    """At most MAX_WARNINGS lines, each cut to MAX_WARNING_CHARS, then one line saying how many were left."""
+    """At most MAX_WARNINGS lines, each cut between words to MAX_WARNING_CHARS, all within
+    MAX_WARNINGS_CHARS, then one line saying how many were left out."""
     listed = list(lines)
     total = len(listed) if total is None else total
-    out = [_cut_chars(line, MAX_WARNING_CHARS) for line in listed[:MAX_WARNINGS]]
+    summary_room = 80  # the closing "N more findings not shown" line
+    out: list[str] = []
+    used = 0
+    for line in listed[:MAX_WARNINGS]:
+        cut = _cut_words(line, MAX_WARNING_CHARS)
+        if used + len(cut) + summary_room > MAX_WARNINGS_CHARS:
+            break
+        out.append(cut)
+        used += len(cut)
     if total > len(out):
         out.append(f"kubegap: {total - len(out)} more findings not shown; kubegap lint lists all")
     return out
@@ -111,12 +125,47 @@ def annotation_value(ids: Iterable[str]) -> str:
     return value
 
 
-def _cut_chars(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - len(_ELLIPSIS)].rstrip() + _ELLIPSIS
+def details(findings: Sequence[Finding]) -> str:
+    """The findings in full (rule, place, message, fix) as compact JSON, whole records only, for the
+    audit log; records past MAX_DETAILS_CHARS are counted in a last `{"more": N}` entry."""
+    kept: list[str] = []
+    used = 2  # the brackets
+    for index, finding in enumerate(findings):
+        record = json.dumps(_record(finding), separators=(",", ":"), ensure_ascii=False)
+        rest = len(findings) - index - 1
+        room = len(f',{{"more":{rest}}}') if rest else 0
+        if used + len(record) + 1 + room > MAX_DETAILS_CHARS:
+            more = json.dumps({"more": len(findings) - index}, separators=(",", ":"))
+            return "[" + ",".join([*kept, more]) + "]"
+        kept.append(record)
+        used += len(record) + 1
+    return "[" + ",".join(kept) + "]"
+
+
+def _record(finding: Finding) -> dict[str, object]:
+    record: dict[str, object] = {"id": finding_id(finding), "severity": finding.severity.value}
+    record["result"] = finding.result.value
+    optional = {"role": finding.role, "container": finding.container, "path": finding.path}
+    record |= {key: value for key, value in optional.items() if value}
+    record |= {"message": finding.message.strip(), "fix": finding.remediation.strip()}
+    return record
+
+
+def _cut_words(text: str, limit: int) -> str:
+    """At most `limit` characters, cut at a space (a single over-long word is cut as a last resort)."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - len(_ELLIPSIS) + 1]
+    space = head.rfind(" ")
+    head = head[:space] if space > 0 else head[:-1]
+    return head.rstrip(" ,;:") + _ELLIPSIS
 
 
 def _cut_bytes(text: str, limit: int) -> str:
-    raw = text.encode()
-    if len(raw) <= limit:
+    """At most `limit` UTF-8 bytes, cut at a space and never inside a character."""
+    if len(text.encode()) <= limit:
         return text
-    return raw[: limit - len(_ELLIPSIS)].decode(errors="ignore").rstrip() + _ELLIPSIS
+    head = text.encode()[: limit - len(_ELLIPSIS) + 1].decode(errors="ignore")
+    space = head.rfind(" ")
+    head = head[:space] if space > 0 else head[:-1]
+    return head.rstrip(" ,;:") + _ELLIPSIS

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from kubegap.testserver.store import DEFAULT_RESOURCES, Store
 from tests.audit.objects import node, pod, pytorchjob
 from tests.support.apiserver import TOKEN, ApiServer, Fault
-from tests.support.apistore import DEFAULT_RESOURCES, Store
 
 
 def _kubectl() -> str | None:

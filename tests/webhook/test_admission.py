@@ -15,6 +15,7 @@ from kubegap.evaluate import DeadlineExceeded, Evaluation, build_engine
 from kubegap.findings import Finding, ObjectRef, Result, Severity
 from kubegap.webhook.actions import parse_config
 from kubegap.webhook.admission import Reviewer, evaluation_budget
+from kubegap.webhook.app import build_reviewer
 from kubegap.webhook.engines import EngineSet
 from kubegap.webhook.metrics import ERRORS, REQUESTS, RESULTS, Metrics
 from kubegap.webhook.review import API_VERSION, KIND, BadReview
@@ -63,11 +64,13 @@ def _check_contract(reply: Mapping[str, Any], uid: str) -> Mapping[str, Any]:
     if not response["allowed"]:
         assert response["status"]["code"] >= 400
         assert len(response["status"]["message"].encode()) <= 1024
-    assert all(len(w) <= 120 for w in response.get("warnings", []))
+    # A warning over 256 characters may be cut by the API server; past 4,096 in all they are dropped.
+    assert all(len(w) <= 256 for w in response.get("warnings", []))
+    assert sum(len(w) for w in response.get("warnings", [])) <= 4096
     assert len(response.get("warnings", [])) <= 21
     for key, value in response.get("auditAnnotations", {}).items():
         assert ANNOTATION_KEY.fullmatch(key) and len(key) <= 63, key  # prefixed with the webhook name
-        assert 0 < len(value) <= 512
+        assert 0 < len(value) <= (4096 if key == "findings" else 512)
     return response
 
 
@@ -133,6 +136,26 @@ def test_enforce_preset_denies_exactly_when_a_finding_is_high(name: str, reviewe
             assert f"{finding.policy}/{finding.rule}" in response["status"]["message"]
         medium = [f for f in findings if f.result is Result.FAIL and not f.severity >= Severity.HIGH]
         assert len(response.get("warnings", [])) == len(medium)
+
+
+@pytest.mark.parametrize("name", PAYLOADS)
+def test_the_audit_annotation_carries_each_failing_finding_with_its_fix(
+    name: str, reviewer: MakeReviewer
+) -> None:
+    review = payload(name)
+    response = reviewer({"preset": "enforce"}).review(review).review["response"]
+    failing = [f for f in ENGINE.evaluate(review["request"]["object"]).findings if f.result is Result.FAIL]
+    if not failing:
+        assert "findings" not in response.get("auditAnnotations", {})
+        return
+    records = json.loads(response["auditAnnotations"]["findings"])
+    listed = [r for r in records if "id" in r]
+    assert len(listed) + sum(r.get("more", 0) for r in records) == len(failing)
+    for record in listed:
+        match = [
+            f for f in failing if f"{f.policy}/{f.rule}" == record["id"] and f.message == record["message"]
+        ]
+        assert match and record["fix"] == match[0].remediation.strip()
 
 
 def test_the_fixtures_cover_denials_and_a_clean_workload() -> None:
@@ -320,3 +343,26 @@ def test_the_real_engine_stops_at_a_deadline_already_past(reviewer: MakeReviewer
         assert response["allowed"] is allowed
         assert response["auditAnnotations"] == {"error": "deadline"}
         assert outcome.record["error"] == "deadline"
+
+
+def test_the_denial_fix_follows_the_parameters_in_force() -> None:
+    review = payload("pytorchjob-create-dryrun.json")
+    container = {
+        "name": "trainer",
+        "image": "i",
+        "command": ["torchrun", "train.py", "--distributed-timeout-minutes", "25"],
+        "resources": {"limits": {"nvidia.com/gpu": 8}},
+    }
+    review["request"]["object"]["spec"]["pytorchReplicaSpecs"] = {
+        "Worker": {"replicas": 2, "template": {"spec": {"containers": [container]}}}
+    }
+    settings = Settings(
+        select=("nccl-timeout/timeout-bounded",),
+        params={"nccl-timeout": {"maxCollectiveTimeout": "20m"}},
+        webhook={"preset": "enforce"},
+        impact=PRICED_HIGH,  # a 16-GPU job: its fix is priced low, and this test is about the words
+    )
+    response = build_reviewer(settings, Metrics()).review(review).review["response"]
+    message = response["status"]["message"]
+    assert "collective timeout 25m" in message and "exceeds 20m" in message
+    assert "Fix: Lower the collective timeout to at most 20 minutes" in message

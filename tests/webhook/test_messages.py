@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
 
@@ -77,7 +78,7 @@ def test_warning_lines_name_rule_and_place() -> None:
 
 @pytest.mark.parametrize(("count", "expected_lines"), [(0, 0), (1, 1), (20, 20), (21, 21), (100, 21)])
 def test_at_most_twenty_warnings_then_a_summary(count: int, expected_lines: int) -> None:
-    lines = messages.warnings([f"w{i} " + "y" * 200 for i in range(count)])
+    lines = messages.warnings([f"w{i} " + "y" * 150 for i in range(count)])
     assert len(lines) == expected_lines
     assert all(len(line) <= messages.MAX_WARNING_CHARS for line in lines)
     assert all(line.isascii() for line in lines)
@@ -106,3 +107,60 @@ def test_a_priced_finding_says_what_its_fix_is_worth_in_ascii() -> None:
     assert "[high] nccl-timeout/interval-bounded (fix saves ~298k GPU-h/mo) (role Worker" in messages.denial(
         REF, [priced]
     )
+
+
+def test_warnings_fit_the_api_server_limits_and_cut_between_words() -> None:
+    long = " ".join(["collective timeout 45m (--distributed-timeout-minutes 45) exceeds 30m"] * 8)
+    lines = messages.warnings([f"w{i} {long}" for i in range(30)])
+    assert all(len(line) <= 256 for line in lines)
+    assert sum(len(line) for line in lines) <= 4096  # the API server drops warnings past 4,096 characters
+    assert re.fullmatch(r"kubegap: (\d+) more findings not shown; kubegap lint lists all", lines[-1])
+    shown = lines[:-1]
+    assert len(shown) + int(lines[-1].split()[1]) == 30
+    for line in shown:
+        assert line.endswith("...")
+        kept = line[: -len("...")]
+        assert long.startswith(kept.split(" ", 1)[1])  # a prefix of the text...
+        assert kept.split()[-1] in long.split()  # ...ending on a whole word
+
+
+def test_a_real_warning_keeps_rule_value_and_limit() -> None:
+    finding = _finding(
+        rule="timeout-bounded",
+        message="collective timeout 45m (--distributed-timeout-minutes 45 (Megatron-LM)) exceeds 30m",
+    )
+    line = messages.warnings([messages.warning_line(finding)])[0]
+    assert line == (
+        "nccl-timeout/timeout-bounded [Worker/trainer]: collective timeout 45m "
+        "(--distributed-timeout-minutes 45 (Megatron-LM)) exceeds 30m"
+    )
+
+
+def test_the_denial_fix_is_cut_between_words() -> None:
+    fix = (
+        "Lower the collective timeout to at most 30 minutes; e.g. " + "--distributed-timeout-minutes 20 " * 12
+    )
+    text = messages.denial(REF, [_finding(remediation=fix)])
+    assert "Fix: Lower the collective timeout to at most 30 minutes" in text
+    item = text.split(": ", 1)[1]
+    assert item.endswith("...") and item[:-3].split()[-1] in fix.split()
+
+
+def test_the_audit_annotation_holds_the_findings_in_full() -> None:
+    found = [_finding(rule=f"rule-{i}", message="m" * 30) for i in range(3)]
+    records = json.loads(messages.details(found))
+    assert records[0] == {
+        "id": "nccl-timeout/rule-0",
+        "severity": "high",
+        "result": "fail",
+        "role": "Worker",
+        "container": "trainer",
+        "message": "m" * 30,
+        "fix": "Pass --ddp_timeout 1800 or set kubegap.dev/collective-timeout.",
+    }
+    many = [_finding(rule=f"rule-{i}", message="m" * 300) for i in range(100)]
+    text = messages.details(many)
+    assert len(text) <= messages.MAX_DETAILS_CHARS
+    records = json.loads(text)
+    assert len(records) - 1 + records[-1]["more"] == 100
+    assert all(r["message"] == "m" * 300 for r in records[:-1])  # whole records, never cut

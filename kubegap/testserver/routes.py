@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tests.support.apistore import ApiError, Resource, Store
+from kubegap.testserver.store import ApiError, Resource, Store
 
 _REASONS = {
     429: "TooManyRequests",

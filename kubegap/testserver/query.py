@@ -7,7 +7,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 
-from tests.support.apicatalog import ApiError
+from kubegap.testserver.catalog import ApiError
 
 # --- label and field selectors ---------------------------------------------------------------------------
 

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.support.apicatalog import DEFAULT_RESOURCES, ApiError, Resource
-from tests.support.apiquery import (
+from kubegap.testserver.catalog import DEFAULT_RESOURCES, ApiError, Resource
+from kubegap.testserver.query import (
     decode_continue,
     encode_continue,
     labels_match,

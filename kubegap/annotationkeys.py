@@ -1,0 +1,57 @@
+"""Annotations under kubegap's prefixes that kubegap does not know: a typo there is silent otherwise.
+
+`kubegap.dev/step-tme: 8s` declares nothing, and `ignore.kubegap.dev/health-probe: "why"` exempts nothing;
+both read as if they worked. Each unknown key becomes one finding, with the nearest known key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kubegap.facts import ObjectFacts
+from kubegap.fieldpath import render
+from kubegap.findings import Finding, ObjectRef, Result, Severity
+from kubegap.knobs import Catalogue
+from kubegap.policy import EXEMPTION_PREFIX
+from kubegap.purpose import LABEL as PURPOSE_KEY
+from kubegap.suggest import did_you_mean
+
+POLICY, RULE = "annotations", "unknown-key"
+PREFIXES = ("kubegap.dev/", EXEMPTION_PREFIX)
+
+
+def known_keys(catalogue: Catalogue, policy_ids: Iterable[str]) -> frozenset[str]:
+    declared = {k.annotation for k in catalogue.knobs if k.annotation}
+    return frozenset({*declared, PURPOSE_KEY, *(EXEMPTION_PREFIX + p for p in policy_ids)})
+
+
+def unknown(facts: ObjectFacts, ref: ObjectRef, known: frozenset[str]) -> list[Finding]:
+    """One finding per unknown key under kubegap's prefixes, for every annotations map of the object."""
+    seen: dict[str, Finding] = {}
+    for units in facts.units.values():
+        for unit in units:
+            for path, notes in unit.annotations:
+                for key in notes:
+                    where = render((*path, str(key)))
+                    if where not in seen and str(key).startswith(PREFIXES) and key not in known:
+                        seen[where] = _finding(str(key), where, ref, known)
+    return list(seen.values())
+
+
+def _finding(key: str, path: str, ref: ObjectRef, known: frozenset[str]) -> Finding:
+    family = sorted(k for k in known if k.startswith(EXEMPTION_PREFIX) == key.startswith(EXEMPTION_PREFIX))
+    effect = "exempts nothing" if key.startswith(EXEMPTION_PREFIX) else "declares nothing"
+    prefix = EXEMPTION_PREFIX if key.startswith(EXEMPTION_PREFIX) else PREFIXES[0]
+    # Names are compared without the shared prefix, which would make any two keys look alike.
+    hint = did_you_mean(key.removeprefix(prefix), [k.removeprefix(prefix) for k in family])
+    hint = hint.replace("mean ", f"mean {prefix}", 1)
+    return Finding(
+        policy=POLICY,
+        rule=RULE,
+        severity=Severity.MEDIUM,
+        result=Result.FAIL,
+        message=f"annotation {key} is not one kubegap reads, so it {effect}{hint}",
+        remediation=f"Use one of: {', '.join(family)}.",
+        object=ref,
+        path=path,
+    )

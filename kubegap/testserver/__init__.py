@@ -1,0 +1,1 @@
+"""A Kubernetes API server stand-in served in-process: for the audit's tests and `kubegap audit --demo`."""

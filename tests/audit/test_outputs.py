@@ -1,0 +1,58 @@
+"""`kubegap audit --output FORMAT=PATH`: the same report in more formats from one run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+
+from kubegap.audit import command
+from tests.audit.objects import node, pytorchjob
+from tests.support.apiserver import ApiServer
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser()
+    command.add_arguments(parser)
+    code = command.run(parser.parse_args(list(argv)))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_outputs_are_written_beside_stdout(
+    capsys: pytest.CaptureFixture[str], apiserver: ApiServer, kubeconfig: Path, tmp_path: Path
+) -> None:
+    apiserver.load([pytorchjob("job", namespace="ml"), node("gpu-0", allocatable=7)])
+    sarif, junit = tmp_path / "out" / "audit.sarif", tmp_path / "out" / "audit.xml"
+    code, out, _ = run(
+        capsys, "--kubeconfig", str(kubeconfig), "-o", "json",
+        "--output", f"sarif={sarif}", "--output", f"junit={junit}",
+    )  # fmt: skip
+    assert code == 1
+    stdout = json.loads(out)
+    results = json.loads(sarif.read_text())["runs"][0]["results"]
+    assert len(results) == len(stdout["findings"]) > 0
+    assert {r["ruleId"] for r in results} == {f"{f['policy']}/{f['rule']}" for f in stdout["findings"]}
+    assert ElementTree.parse(junit).getroot().tag == "testsuites"
+
+
+def test_a_bad_output_is_refused_before_any_request(
+    capsys: pytest.CaptureFixture[str], apiserver: ApiServer, kubeconfig: Path
+) -> None:
+    code, out, err = run(capsys, "--kubeconfig", str(kubeconfig), "--output", "sarf=x.sarif")
+    assert code == 2 and out == "" and "--output 'sarf=x.sarif'" in err
+    assert apiserver.requests == []
+
+
+def test_an_unwritable_output_exits_2_and_still_prints_the_report(
+    capsys: pytest.CaptureFixture[str], apiserver: ApiServer, kubeconfig: Path, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, out, err = run(capsys, "--kubeconfig", str(kubeconfig), "--output", f"json={blocker / 'a.json'}")
+    assert code == 2
+    assert out.startswith("kubegap audit of https://127.0.0.1:")
+    assert f"--output json={blocker / 'a.json'}" in err

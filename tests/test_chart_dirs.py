@@ -1,0 +1,52 @@
+"""`--chart-dir`: `# Source:` names of rendered charts point at the chart's files in the repository."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from kubegap import cli
+
+TRAIN = (Path(__file__).parent / "data" / "engine" / "train.yaml").read_text()
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    chart = tmp_path / "deploy" / "charts" / "trainer-chart"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: trainer\nversion: 0.1.0\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def files(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *argv: str) -> set[str]:
+    rendered = "# Source: trainer/templates/job.yaml\n" + TRAIN
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(rendered.encode())))
+    assert cli.main(["lint", "-", "-o", "json", *argv]) == 1
+    return {f["file"] for f in json.loads(capsys.readouterr().out)["findings"]}
+
+
+def test_source_names_map_to_the_chart_folder(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert files(capsys, monkeypatch) == {"trainer/templates/job.yaml"}
+    mapped = files(capsys, monkeypatch, "--chart-dir", "deploy/charts/trainer-chart")
+    assert mapped == {"deploy/charts/trainer-chart/templates/job.yaml"}
+
+
+def test_chart_dirs_in_the_config_are_relative_to_it(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (repo / "deploy" / "kubegap.yaml").write_text(
+        "apiVersion: kubegap.dev/v1alpha1\nkind: Config\nchartDirs: [charts/trainer-chart]\n"
+    )
+    mapped = files(capsys, monkeypatch, "--config", "deploy/kubegap.yaml")
+    assert mapped == {"deploy/charts/trainer-chart/templates/job.yaml"}
+
+
+def test_a_folder_without_a_chart_is_a_usage_error(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["lint", "--chart-dir", "deploy", "--examples"]) == 2
+    assert "--chart-dir deploy: cannot read deploy/Chart.yaml" in capsys.readouterr().err
