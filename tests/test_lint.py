@@ -105,6 +105,13 @@ BAD_INPUTS: list[tuple[str, bytes, str, int]] = [
     ("not UTF-8", b"apiVersion: v1\nkind: Pod\nmetadata: {name: caf\xe9}\n", "binary", 3),
     ("YAML syntax", b"apiVersion: v1\nkind: Pod\nmetadata: {name: [x}\n", "yaml-syntax", 3),
     ("a list at the top", b"- a\n- b\n", "not-an-object", 1),
+    # CPython refuses integer text past 4,300 digits; the document is reported, not the run aborted.
+    (
+        "100,000-digit integer",
+        b"apiVersion: v1\nkind: Pod\nspec: {a: " + b"9" * 100_000 + b"}\n",
+        "number-range",
+        3,
+    ),
 ]
 
 

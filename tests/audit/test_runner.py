@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kubegap.audit.coverage import KindCoverage
-from kubegap.audit.runner import AuditResult
+from kubegap.audit.reader import connect
+from kubegap.audit.retry import Api
+from kubegap.audit.runner import Auditor, AuditResult
+from kubegap.audit.scope import AuditScope
+from kubegap.audit.transport import Reply
+from kubegap.evaluate import Engine
 from tests.audit.conftest import Sleeps
 from tests.audit.objects import configmap, node, pod, pytorchjob, secret
 from tests.support.apiserver import ApiServer, Fault
@@ -267,3 +273,32 @@ def test_selector_and_excluded_namespaces(
     assert excluded.seen == JOBS + 1 - 4, "ns-0 filtered by the server"
     query = [r.query for r in apiserver.requests if r.path == "/apis/kubeflow.org/v1/pytorchjobs"][-1]
     assert query["fieldSelector"] == "metadata.namespace!=ns-0"
+
+
+class _Tampered:
+    """The real transport, with one marker string in replies swapped for raw JSON the store cannot hold."""
+
+    def __init__(self, inner: Any, marker: bytes, raw: bytes) -> None:
+        self.inner, self.marker, self.raw = inner, marker, raw
+
+    def request(self, *args: Any, **kwargs: Any) -> Reply:
+        reply: Reply = self.inner.request(*args, **kwargs)
+        return Reply(reply.status, reply.headers, reply.body.replace(self.marker, self.raw))
+
+
+def test_a_page_holding_a_100000_digit_integer_is_not_evaluated_and_the_rest_is(
+    apiserver: ApiServer, kubeconfig: Path, engine: Engine
+) -> None:
+    apiserver.load([pytorchjob("ok", namespace="ns-0"), pod("bare", "ns-1")])
+    bad = pytorchjob("huge", namespace="ns-2")
+    bad["metadata"]["labels"] = {"n": "HUGE-NUMBER"}
+    apiserver.load([bad])
+    transport = _Tampered(connect(str(kubeconfig), None), b'"HUGE-NUMBER"', b"9" * 100_000)
+    result = Auditor(Api(transport, sleep=lambda _: None), engine, AuditScope(), None).run()
+    jobs = kind(result, "PyTorchJob")
+    assert jobs.status == "not-evaluated" and jobs.evaluated == 0
+    assert "integer of 100,000 characters" in jobs.gaps[0].reason
+    assert kind(result, "Pod").evaluated == 1, "the other kinds are still audited"
+    assert not result.coverage.complete
+    assert result.internal_errors == 0
+    result.spool.close()
