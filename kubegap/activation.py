@@ -8,12 +8,14 @@ are converted once, not once per policy.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubegap import celcost
 from kubegap.cel import Backend, CelError
-from kubegap.compiled import CompiledPolicy
+from kubegap.compiled import CompiledPolicy, Guarded
 from kubegap.facts import ObjectFacts, Unit
 from kubegap.fieldpath import render
 from kubegap.findings import Finding, ObjectRef, Result, Severity
@@ -74,6 +76,14 @@ class Run:
     deadline: float | None
     converted: dict[int, Any] = field(default_factory=dict)
     activations: dict[tuple[int, int], tuple[dict[str, Any], Any]] = field(default_factory=dict)
+    sizes: dict[int, int] = field(default_factory=dict)  # id of a binding -> its longest list or map
+
+    def items(self, value: Any) -> int:
+        """The size of the longest list or map in `value` (a binding), measured once per object."""
+        key = id(value)
+        if key not in self.sizes:
+            self.sizes[key] = celcost.longest(value)
+        return self.sizes[key]
 
     def convert(self, value: Any) -> Any:
         key = id(value)
@@ -153,11 +163,26 @@ class UnitState:
 
     def check(self, program: Any) -> Any:
         if id(program) not in self.policy.variable_users:
-            return program(self.base)  # the activation shared with the other policies of the group
+            return self._run(program, self.base)  # the activation shared with the group's policies
         self.ensure_variables()
         if self.variable_error:
             raise CelError(self.variable_error)
-        return program(self.activation)
+        return self._run(program, self.activation)
+
+    def _run(self, program: Any, activation: Any) -> Any:
+        """Evaluate within the budgets: neither runtime can stop an expression once it runs, so one whose
+        estimate for the lists at hand is over budget, or one reached after the deadline, is not started."""
+        if isinstance(program, Guarded):
+            items = max((self.run.items(value) for value in self.bindings.values()), default=0)
+            budget = self.run.backend.cost_budget
+            if program.cost.at(items) > budget:
+                raise CelError(
+                    f"over the CEL cost budget: {program.cost.describe(items)}, more than the "
+                    f"{budget:,} per expression {self.run.backend.name} allows"
+                )
+        if self.run.deadline is not None and time.monotonic() > self.run.deadline:
+            raise CelError("not evaluated: the evaluation of the object ran past its deadline")
+        return program(activation)
 
     def ensure_variables(self) -> None:
         if self._variables_done:
@@ -168,7 +193,7 @@ class UnitState:
             if variable.scope != self.unit.scope:
                 continue
             try:
-                values[variable.name] = program(self.base)
+                values[variable.name] = self._run(program, self.base)
             except CelError as err:
                 self.variable_error = f"variable {variable.name}: {err}"
                 return

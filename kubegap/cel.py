@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from kubegap import durations, globs
+from kubegap import celcost, durations, globs
 from kubegap.errors import KubegapError
 from kubegap.integers import INT64_MAX, INT64_MIN
 
@@ -32,6 +32,7 @@ class Program(Protocol):
 
 class Backend(Protocol):
     name: str
+    cost_budget: int  # cost units one evaluation of one expression may take (kubegap.celcost)
 
     def compile(self, source: str) -> Program: ...
 
@@ -56,6 +57,7 @@ def joined(items: Sequence[Any]) -> str:
 
 class CelExpr:
     name = "cel-expr"
+    cost_budget = celcost.RUNTIME_BUDGET
 
     def __init__(self) -> None:
         from cel_expr_python import cel
@@ -102,6 +104,7 @@ class CelExpr:
 
 class CelPython:
     name = "cel-python"
+    cost_budget = celcost.SLOW_RUNTIME_BUDGET
 
     def __init__(self) -> None:
         import celpy
