@@ -151,6 +151,7 @@ class UnitState:
         self.variable_error: str | None = None
         self._variables_done = False
         self._policy_applies: bool | None = None
+        self._items: int | None = None  # the longest list or map the unit's expressions can see
 
     def policy_applies(self) -> bool:
         """The policy's own appliesTo, once per unit (every validation of the unit asks)."""
@@ -173,7 +174,9 @@ class UnitState:
         """Evaluate within the budgets: neither runtime can stop an expression once it runs, so one whose
         estimate for the lists at hand is over budget, or one reached after the deadline, is not started."""
         if isinstance(program, Guarded):
-            items = max((self.run.items(value) for value in self.bindings.values()), default=0)
+            if self._items is None:  # measured once per unit (again once variables join the bindings)
+                self._items = max((self.run.items(value) for value in self.bindings.values()), default=0)
+            items = self._items
             budget = self.run.backend.cost_budget
             if program.cost.at(items) > budget:
                 raise CelError(
@@ -199,6 +202,7 @@ class UnitState:
                 return
         if values:  # this policy's own activation from here on: its variables are its own
             self.bindings = {**self.bindings, "variables": self.run.backend.convert(values)}
+            self._items = None
             self.activation = self.run.backend.activation(self.bindings)
 
     def exemption(self) -> tuple[str | None, list[str]]:

@@ -16,6 +16,7 @@ from kubegap import facts as facts_module
 from kubegap import knobs
 from kubegap.activation import OBJECT, Run, UnitState, expressions, groups
 from kubegap.cel import Backend, CelError
+from kubegap.collapse import collapse
 from kubegap.compiled import CompiledPolicy, CompiledValidation, compile_policies
 from kubegap.config import Settings
 from kubegap.errors import KubegapError
@@ -110,7 +111,7 @@ class Engine:
             if deadline is not None and time.monotonic() > deadline:
                 raise DeadlineExceeded(f"evaluation of {ref.display()} ran past its deadline")
             results.extend(_evaluate_policy(run, policy))
-        return Evaluation(ref, True, tuple(results))
+        return Evaluation(ref, True, collapse(results))
 
 
 def _evaluate_policy(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:

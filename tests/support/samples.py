@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-# The finding record of RULES.md §4, plus `unresolved` (§3: an unseen value is listed, never silently a pass).
+# The finding record of RULES.md §4, plus `unresolved` (§3: an unseen value is listed, never silently a pass)
+# and `containers` (§4: every container an identical finding covers).
 RECORD_FIELDS = frozenset(
     {
         "policy",
@@ -20,6 +21,7 @@ RECORD_FIELDS = frozenset(
         "line",
         "column",
         "unresolved",
+        "containers",
     }
 )
 
