@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,8 @@ from kubegap.evaluate import Engine, build_engine
 from kubegap.findings import Result
 from kubegap.webhook.app import build_reviewer
 from kubegap.webhook.metrics import Metrics
+from tests.support.samples import PAIRWISE, user_policy
+from tests.support.samples import wide_pod as pod
 
 ESTIMATES = [
     ("constant", "1 + 2 == 3", 0),
@@ -62,30 +63,6 @@ def test_every_bundled_expression_is_well_under_the_estimate_limit() -> None:
             assert estimate * 10 < celcost.ESTIMATE_LIMIT, (loaded.id, source, estimate)
 
 
-def user_policy(folder: Path, expression: str, pid: str = "unique-images") -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    text = f"""\
-    apiVersion: kubegap.dev/v1alpha1
-    kind: Policy
-    metadata: {{name: {pid}}}
-    spec:
-      title: Every container runs its own image
-      severity: high
-      scope: workload
-      appliesTo: "true"
-      remediation: Give each container its own image.
-      validations:
-        - name: pairwise
-          expression: {json.dumps(expression)}
-          message: two containers share an image
-    """
-    (folder / f"{pid}.yaml").write_text(textwrap.dedent(text), "utf-8")
-    return folder
-
-
-PAIRWISE = (
-    "object.spec.containers.all(a, object.spec.containers.all(b, a.name == b.name || a.image != b.image))"
-)
 TRIPLE = "object.spec.containers.all(a, object.spec.containers.all(b, object.spec.containers.all(c, a == c)))"
 
 
@@ -109,18 +86,6 @@ def test_the_cli_exits_2_naming_policy_validation_and_expression(
     assert main(["lint", "--policies", str(folder), str(job)]) == 2
     err = capsys.readouterr().err
     assert "unique-images" in err and "pairwise" in err and "too expensive" in err and TRIPLE in err
-
-
-def pod(containers: int, shared_image: bool = False) -> dict[str, Any]:
-    listed = [
-        {
-            "name": f"c{i}",
-            "image": "same" if shared_image else f"img-{i}",
-            "resources": {"limits": {"nvidia.com/gpu": 1}},
-        }
-        for i in range(containers)
-    ]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "wide"}, "spec": {"containers": listed}}
 
 
 @pytest.fixture(scope="module", params=cel.BACKENDS)

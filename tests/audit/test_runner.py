@@ -16,10 +16,13 @@ from kubegap.audit.retry import Api
 from kubegap.audit.runner import Auditor, AuditResult
 from kubegap.audit.scope import AuditScope
 from kubegap.audit.transport import Reply
-from kubegap.evaluate import Engine
+from kubegap.config import Settings
+from kubegap.evaluate import Engine, build_engine
+from kubegap.findings import Result
 from tests.audit.conftest import Sleeps
 from tests.audit.objects import configmap, node, pod, pytorchjob, secret
 from tests.support.apiserver import ApiServer, Fault
+from tests.support.samples import PAIRWISE, user_policy, wide_pod
 
 Audit = Callable[..., AuditResult]
 JOBS = 7  # over three namespaces; with page size 2 the cluster-wide list takes four pages
@@ -302,3 +305,27 @@ def test_a_page_holding_a_100000_digit_integer_is_not_evaluated_and_the_rest_is(
     assert not result.coverage.complete
     assert result.internal_errors == 0
     result.spool.close()
+
+
+def test_a_policy_over_its_cost_budget_is_an_error_finding_and_the_audit_goes_on(
+    apiserver: ApiServer, kubeconfig: Path, tmp_path: Path
+) -> None:
+    wide = wide_pod(3_000)
+    wide["metadata"]["namespace"] = "ml"
+    apiserver.load([wide, pod_in("narrow", wide_pod(3))])
+    folder = user_policy(tmp_path / "policies", PAIRWISE)
+    engine = build_engine(Settings(policy_dirs=(str(folder),), select=("unique-images",)))
+    result = Auditor(
+        Api(connect(str(kubeconfig), None), sleep=lambda _: None), engine, AuditScope(), None
+    ).run()
+    pods = kind(result, "Pod")
+    assert (pods.evaluated, pods.not_evaluated, result.internal_errors) == (2, 0, 0)
+    findings = list(result.spool.findings())
+    assert [(f.object.name, f.result) for f in findings] == [("wide", Result.ERROR)]
+    assert "over the CEL cost budget" in findings[0].message
+    result.spool.close()
+
+
+def pod_in(name: str, obj: dict[str, Any]) -> dict[str, Any]:
+    obj["metadata"] = {"name": name, "namespace": "ml"}
+    return obj
