@@ -16,6 +16,8 @@ from kubegap.config import Settings
 from kubegap.webhook import create_app
 from tests.support import fuzzing
 
+# cel-python raises the interpreter's recursion limit while it evaluates; hypothesis notes it, harmlessly.
+pytestmark = pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
 BOUNDED = settings(
     max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
 )
