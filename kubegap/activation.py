@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import datetime
 import re
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubegap import exemptions
+from kubegap import celcost, exemptions
 from kubegap.cel import Backend, CelError
-from kubegap.compiled import CompiledPolicy
+from kubegap.compiled import CompiledPolicy, Guarded
 from kubegap.facts import ObjectFacts, Unit
 from kubegap.fieldpath import render
 from kubegap.findings import Finding, ObjectRef, Result, Severity
@@ -76,6 +77,14 @@ class Run:
     deadline: float | None
     converted: dict[int, Any] = field(default_factory=dict)
     activations: dict[tuple[int, int], tuple[dict[str, Any], Any]] = field(default_factory=dict)
+    sizes: dict[int, int] = field(default_factory=dict)  # id of a binding -> its longest list or map
+
+    def items(self, value: Any) -> int:
+        """The size of the longest list or map in `value` (a binding), measured once per object."""
+        key = id(value)
+        if key not in self.sizes:
+            self.sizes[key] = celcost.longest(value)
+        return self.sizes[key]
 
     def convert(self, value: Any) -> Any:
         key = id(value)
@@ -143,6 +152,7 @@ class UnitState:
         self.variable_error: str | None = None
         self._variables_done = False
         self._policy_applies: bool | None = None
+        self._items: int | None = None  # the longest list or map the unit's expressions can see
 
     def policy_applies(self) -> bool:
         """The policy's own appliesTo, once per unit (every validation of the unit asks)."""
@@ -155,11 +165,28 @@ class UnitState:
 
     def check(self, program: Any) -> Any:
         if id(program) not in self.policy.variable_users:
-            return program(self.base)  # the activation shared with the other policies of the group
+            return self._run(program, self.base)  # the activation shared with the group's policies
         self.ensure_variables()
         if self.variable_error:
             raise CelError(self.variable_error)
-        return program(self.activation)
+        return self._run(program, self.activation)
+
+    def _run(self, program: Any, activation: Any) -> Any:
+        """Evaluate within the budgets: neither runtime can stop an expression once it runs, so one whose
+        estimate for the lists at hand is over budget, or one reached after the deadline, is not started."""
+        if isinstance(program, Guarded):
+            if self._items is None:  # measured once per unit (again once variables join the bindings)
+                self._items = max((self.run.items(value) for value in self.bindings.values()), default=0)
+            items = self._items
+            budget = self.run.backend.cost_budget
+            if program.cost.at(items) > budget:
+                raise CelError(
+                    f"over the CEL cost budget: {program.cost.describe(items)}, more than the "
+                    f"{budget:,} per expression {self.run.backend.name} allows"
+                )
+        if self.run.deadline is not None and time.monotonic() > self.run.deadline:
+            raise CelError("not evaluated: the evaluation of the object ran past its deadline")
+        return program(activation)
 
     def ensure_variables(self) -> None:
         if self._variables_done:
@@ -170,12 +197,13 @@ class UnitState:
             if variable.scope != self.unit.scope:
                 continue
             try:
-                values[variable.name] = program(self.base)
+                values[variable.name] = self._run(program, self.base)
             except CelError as err:
                 self.variable_error = f"variable {variable.name}: {err}"
                 return
         if values:  # this policy's own activation from here on: its variables are its own
             self.bindings = {**self.bindings, "variables": self.run.backend.convert(values)}
+            self._items = None
             self.activation = self.run.backend.activation(self.bindings)
 
     def exemption(self, rule: str) -> tuple[str | None, dict[str, tuple[str, str]]]:

@@ -14,8 +14,9 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from kubegap import durations, globs
+from kubegap import celcost, durations, globs
 from kubegap.errors import KubegapError
+from kubegap.integers import INT64_MAX, INT64_MIN
 
 VARIABLES = ("object", "facts", "params", "paramsText", "template", "container", "node", "variables")
 BACKENDS = ("cel-expr", "cel-python")
@@ -31,6 +32,7 @@ class Program(Protocol):
 
 class Backend(Protocol):
     name: str
+    cost_budget: int  # cost units one evaluation of one expression may take (kubegap.celcost)
 
     def compile(self, source: str) -> Program: ...
 
@@ -55,6 +57,7 @@ def joined(items: Sequence[Any]) -> str:
 
 class CelExpr:
     name = "cel-expr"
+    cost_budget = celcost.RUNTIME_BUDGET
 
     def __init__(self) -> None:
         from cel_expr_python import cel
@@ -101,6 +104,7 @@ class CelExpr:
 
 class CelPython:
     name = "cel-python"
+    cost_budget = celcost.SLOW_RUNTIME_BUDGET
 
     def __init__(self) -> None:
         import celpy
@@ -152,6 +156,21 @@ class CelPython:
         return value
 
     def convert(self, value: Any) -> Any:
+        try:
+            return self._celpy.json_to_cel(value)
+        except ValueError:  # an integer past int64 (a product of huge counts): convert it as an error
+            return self._lenient(value)
+
+    def _lenient(self, value: Any) -> Any:
+        """Like json_to_cel, but an integer outside int64 becomes an error value: an expression that reads
+        it errs, as it does in cel-expr, instead of the whole evaluation dying in the conversion."""
+        types = self._types
+        if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
+            return self._celpy.CELEvalError("integer out of the int64 range")
+        if isinstance(value, list | tuple):
+            return types.ListType([self._lenient(v) for v in value])
+        if isinstance(value, dict):
+            return types.MapType({self._lenient(k): self._lenient(v) for k, v in value.items()})
         return self._celpy.json_to_cel(value)
 
     def activation(self, bindings: Mapping[str, Any]) -> Any:

@@ -7,8 +7,10 @@ Exit codes: 0 clean; 1 findings at or above --fail-on; 2 usage, input or policy 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -326,6 +328,19 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     return parser
 
 
+def closed_pipe() -> int:
+    """The reader of stdout went away (`kubegap ... | head`): not an error of kubegap, so exit 0 quietly.
+
+    The one place every command's closed stdout ends up. stdout is pointed at /dev/null so that the
+    interpreter's final flush of what is still buffered cannot fail again on the way out.
+    """
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -363,7 +378,7 @@ def _main(arguments: list[str]) -> int:
         print("kubegap: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        return 0
+        return closed_pipe()
     except Exception:  # an internal error: say so plainly, with the trace for a bug report
         print("kubegap: internal error (please report it with this trace):", file=sys.stderr)
         traceback.print_exc()

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kubegap import celcost
 from kubegap.cel import Backend, CelError, Program
 from kubegap.config import Settings
 from kubegap.errors import PolicyError, UsageError
@@ -42,16 +43,35 @@ class CompiledPolicy:
     remediation: str = ""  # the policy's fix text, parameters filled in
 
 
+@dataclass(frozen=True, slots=True)
+class Guarded:
+    """A compiled expression with its cost estimate, checked against the budget before each evaluation."""
+
+    program: Program
+    cost: celcost.Cost
+
+    def __call__(self, activation: Any) -> Any:
+        return self.program(activation)
+
+
 def _compile(backend: Backend, policy: Policy, where: str, source: str | None) -> Program | None:
     if source is None:
         return None
     try:
-        return backend.compile(source)
+        program = backend.compile(source)
     except CelError as err:
         raise PolicyError(
             f"{policy.source}: policy {policy.id}, {where}: CEL does not compile ({backend.name}):\n"
             f"  expression: {source}\n  error: {err}"
         ) from None
+    cost = celcost.estimate(source)
+    if cost.at(celcost.ASSUMED_ITEMS) > celcost.ESTIMATE_LIMIT:
+        raise PolicyError(
+            f"{policy.source}: policy {policy.id}, {where}: CEL expression is too expensive: "
+            f"{cost.describe(celcost.ASSUMED_ITEMS)}, over the limit of {celcost.ESTIMATE_LIMIT:,} "
+            f"(each nested comprehension multiplies the cost by the list size)\n  expression: {source}"
+        )
+    return Guarded(program, cost) if cost.degree > 0 else program
 
 
 def resolve_params(policy: Policy, overrides: Mapping[str, Any]) -> dict[str, Any]:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 import re
 
-_GO_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)")  # ASCII digits, as in Go
-_GO_SCALE = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+# Go accepts the micro sign (U+00B5) and the Greek mu (U+03BC) for microseconds (pkg.go.dev/time).
+_GO_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")  # ASCII digits, as in Go
+_GO_SCALE = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _HMS = re.compile(r"(?:([0-9]+)\s*days?,\s*)?([0-9]+):([0-5]?[0-9]):([0-5]?[0-9](?:\.[0-9]+)?)\Z")
 _UNIT_SECONDS = {"s": 1.0, "min": 60.0, "h": 3600.0}
 

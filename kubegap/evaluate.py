@@ -16,6 +16,7 @@ from kubegap import annotationkeys, knobs, pricing
 from kubegap import facts as facts_module
 from kubegap.activation import OBJECT, Run, UnitState, expressions, groups
 from kubegap.cel import Backend, CelError
+from kubegap.collapse import collapse
 from kubegap.compiled import CompiledPolicy, CompiledValidation, compile_policies
 from kubegap.config import Settings
 from kubegap.errors import KubegapError
@@ -123,10 +124,11 @@ class Engine:
                 raise DeadlineExceeded(f"evaluation of {ref.display()} ran past its deadline")
             results.extend(_evaluate_policy(run, policy))
         results.extend(annotationkeys.unknown(gathered, ref, self.known_annotations))
+        collapsed = collapse(results)
         situation = pricing.situation(gathered, self.impact)
         if situation is None:
-            return Evaluation(ref, True, tuple(results))
-        priced, cost = pricing.price(ref, results, situation, self.pricing, self.impact)
+            return Evaluation(ref, True, collapsed)
+        priced, cost = pricing.price(ref, collapsed, situation, self.pricing, self.impact)
         return Evaluation(ref, True, priced, cost)
 
 

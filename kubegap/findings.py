@@ -126,6 +126,8 @@ class Finding:
     # Where a value could not be seen (Secret, ConfigMap not in the input): listed, never silently a pass.
     unresolved: tuple[str, ...] = ()
     impact: Impact | None = None  # failing findings of training workloads: what the fix is worth
+    # Every container an identical finding was collapsed from (kubegap.collapse); empty: just `container`.
+    containers: tuple[str, ...] = ()
 
     def where(self) -> str:
         """`role R, container C` (what is there of it): how every report names the place in a workload."""
@@ -133,6 +135,8 @@ class Finding:
             f"role {self.role}" if self.role else "",
             f"container {self.container}" if self.container else "",
         ]
+        if len(self.containers) > 1:
+            parts[1] += f" and {len(self.containers) - 1:,} more with the same finding"
         return ", ".join(p for p in parts if p)
 
     def subject(self) -> str:
@@ -176,7 +180,12 @@ class Finding:
             "column": self.column,
             "unresolved": list(self.unresolved),
             "impact": self.impact.to_json() if self.impact else None,
+            "containers": self.covered(),
         }
+
+    def covered(self) -> list[str]:
+        """The containers this finding is about: all of them when identical ones were collapsed."""
+        return list(self.containers) if self.containers else [self.container] if self.container else []
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,7 +81,12 @@ def _kubeflow_restart(kind: str) -> Callable[[Mapping[str, Any]], Restart]:
         if not replicas:  # nothing that runs, nothing that restarts
             return set_limits(obj)
         for role, spec in replicas.items():
-            policy = raw.mapping(spec).get("restartPolicy") or _DEFAULT_RESTART_POLICY.get(kind, "Never")
+            written = raw.mapping(spec).get("restartPolicy")  # a malformed value reads as unset
+            policy = (
+                written
+                if isinstance(written, str) and written
+                else _DEFAULT_RESTART_POLICY.get(kind, "Never")
+            )
             if policy not in _RESTARTING:
                 path = (*replicas_key, str(role), "restartPolicy")
                 detail = f"runPolicy.backoffLimit is unset and replica {role} has restartPolicy {policy}"

@@ -10,6 +10,7 @@ import concurrent.futures
 import contextlib
 import multiprocessing
 import os
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -17,10 +18,13 @@ from typing import IO, Any
 
 from kubegap import fieldpath, inputs, manifests, raw
 from kubegap.errors import UsageError
-from kubegap.evaluate import Context, Engine
+from kubegap.evaluate import Context, DeadlineExceeded, Engine
 from kubegap.findings import Finding, ObjectRef, Result, Severity, Summary, WorkloadCost
 
 INVALID_MANIFEST = "invalid-manifest"
+NOT_EVALUATED = "not-evaluated"
+# Per object, as the audit allows: an object whose evaluation runs away is reported, the run goes on.
+EVALUATION_TIMEOUT = 10.0
 
 
 @dataclass(slots=True)
@@ -67,6 +71,22 @@ def _invalid(doc: manifests.Document) -> Finding:
     )
 
 
+def _late(obj: Mapping[str, Any], reason: str) -> Finding:
+    return Finding(
+        policy=NOT_EVALUATED,
+        rule="deadline",
+        severity=Severity.HIGH,
+        result=Result.ERROR,
+        message=f"{reason} ({EVALUATION_TIMEOUT:g} s); its findings are unknown, so it is not a pass",
+        remediation="Look for a policy whose CEL walks long lists of this object (see docs/reliability.md).",
+        object=ObjectRef.of(obj),
+    )
+
+
+def _located(doc: manifests.Document, finding: Finding) -> Finding:
+    return finding.located(doc.file, doc.index, doc.line, 1)
+
+
 def _locate(doc: manifests.Document, finding: Finding) -> Finding:
     line, column = doc.line, 1
     if finding.path is not None:
@@ -97,7 +117,14 @@ def lint_documents(
             report.findings.append(_invalid(doc))
             continue
         assert doc.obj is not None
-        evaluation = engine.evaluate(doc.obj, context)
+        try:
+            evaluation = engine.evaluate(doc.obj, context, time.monotonic() + EVALUATION_TIMEOUT)
+        except DeadlineExceeded as exc:
+            report.summary.objects += 1
+            late = _located(doc, _late(doc.obj, str(exc)))
+            report.summary.add([late])
+            report.findings.append(late)
+            continue
         if not evaluation.supported:
             report.summary.not_applicable += 1
             continue

@@ -66,8 +66,8 @@ _HELM_HINT = "render the chart first, e.g. `helm template RELEASE CHART | kubega
 
 @dataclass(frozen=True, slots=True)
 class ManifestError:
-    rule: str  # yaml-syntax, duplicate-key, alias-limit, too-deep, too-large, unrendered-template, binary,
-    # not-an-object, unreadable
+    rule: str  # yaml-syntax, duplicate-key, alias-limit, too-deep, number-range, too-large,
+    # unrendered-template, binary, not-an-object, unreadable
     message: str
     line: int | None  # 1-based, in the file
     column: int | None

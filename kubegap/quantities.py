@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kubegap.integers import INT64_MAX
+
 _DIGITS = re.compile(r"[0-9]+\Z")  # ASCII only: str.isdigit() also takes full-width and Arabic-Indic digits
 
 
@@ -15,5 +17,8 @@ def count(value: Any) -> int:
     if isinstance(value, int):
         return max(value, 0)
     if isinstance(value, str) and _DIGITS.match(value.strip()):
-        return int(value.strip())
+        digits = value.strip().lstrip("0") or "0"
+        # A Kubernetes quantity holds at most an int64; longer digit strings saturate there instead of
+        # reaching CPython's 4,300-digit conversion limit (and a huge count still counts as GPUs).
+        return min(int(digits), INT64_MAX) if len(digits) <= 19 else INT64_MAX
     return 0

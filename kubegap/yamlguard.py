@@ -10,6 +10,8 @@ document) or raises `LoadError` with a short rule id and the position in the fil
 - aliases may not multiply the document: a copy of every aliased node counts, and more than
   `MAX_ALIAS_NODES` extra nodes (or an alias inside its own anchor) is an `alias-limit` error. Shared
   aliases load in microseconds but blow up every consumer that walks the data (CVE-2019-11253);
+- an integer is kept as the API server keeps it (`kubegap.integers`: int64, else float64); one beyond
+  float64, such as 100,000 digits, is a `number-range` error;
 - nesting deeper than `MAX_DEPTH` mappings/sequences is a `too-deep` error (libyaml stops at 1,000, the
   pure-Python loader overflows the stack near 500, and CEL bindings have crashed on deep input).
 
@@ -33,6 +35,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from kubegap import integers
 from kubegap.errors import KubegapError
 
 MAX_DEPTH = 100
@@ -76,6 +79,17 @@ class _StrictConstructor(yaml.constructor.SafeConstructor):
         return mapping
 
 
+def _construct_int(constructor: yaml.constructor.SafeConstructor, node: ScalarNode) -> int | float:
+    """Integers as the API server keeps them (kubegap.integers); one out of every range is an error at
+    its position, not a ValueError from CPython's 4,300-digit limit."""
+    if len(node.value) > integers.MAX_CHARACTERS:
+        raise _Problem("number-range", str(integers.too_long(node.value)), node.start_mark)
+    try:
+        return integers.in_range(constructor.construct_yaml_int(node))
+    except ValueError as err:
+        raise _Problem("number-range", str(err), node.start_mark) from None
+
+
 def _raise_on_duplicate(
     constructor: yaml.constructor.BaseConstructor, pairs: list[tuple[Node, Node]]
 ) -> None:
@@ -97,6 +111,7 @@ def _strict(base: type[Any]) -> type[Any]:
         tag: fn for tag, fn in base.yaml_constructors.items() if tag in _PLAIN_TAGS
     }
     constructors[None] = _reject_tag
+    constructors["tag:yaml.org,2002:int"] = _construct_int
     attrs = {
         "yaml_implicit_resolvers": resolvers,
         "yaml_constructors": constructors,

@@ -87,10 +87,10 @@ SCOPES = {
         ("check", "fail", "Master", None, "spec.pytorchReplicaSpecs.Master.template"),
         ("check", "fail", "Worker", None, "spec.pytorchReplicaSpecs.Worker.template"),
     ],
+    # The Worker's two identical container findings are one, listing both containers (RULES.md §4).
     "container": [
         ("check", "fail", "Master", "pytorch", "spec.pytorchReplicaSpecs.Master.template.spec.containers[0]"),
         ("check", "fail", "Worker", "pytorch", "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0]"),
-        ("check", "fail", "Worker", "sidecar", "spec.pytorchReplicaSpecs.Worker.template.spec.containers[1]"),
     ],
     "node": [],
 }
@@ -263,16 +263,15 @@ def test_exemption_on_the_workload_skips_every_unit(tmp_path: Path, backend: str
     assert {(f.result, f.message) for f in evaluation.results} == {
         (Result.SKIP, "exempted: smoke test, 5 minutes")
     }
-    assert len(evaluation.results) == 3
+    assert sum(len(f.covered()) for f in evaluation.results) == 3
 
 
 def test_exemption_on_a_template_skips_only_its_units(tmp_path: Path, backend: str) -> None:
     obj = pytorchjob(worker_annotations={"ignore.kubegap.dev/probe": "workers are checked elsewhere"})
     evaluation = engine_for(tmp_path, backend, EXEMPT).evaluate(obj)
-    assert sorted((f.role, f.result.value) for f in evaluation.results) == [
-        ("Master", "fail"),
-        ("Worker", "skip"),
-        ("Worker", "skip"),
+    assert sorted((f.role, f.result.value, len(f.covered())) for f in evaluation.results) == [
+        ("Master", "fail", 1),
+        ("Worker", "skip", 2),
     ]
 
 
@@ -288,7 +287,7 @@ def test_blank_exemption_exempts_nothing_and_is_a_finding(tmp_path: Path, backen
     evaluation = engine_for(tmp_path, backend, EXEMPT).evaluate(obj)
     checks = [f for f in evaluation.results if f.rule == "check"]
     assert {f.result for f in checks} == {Result.FAIL}
-    assert len(checks) == 3
+    assert sum(len(f.covered()) for f in checks) == 3
     (reason,) = [f for f in evaluation.results if f.rule == "exemption-reason"]
     assert (reason.policy, reason.severity, reason.result) == ("probe", Severity.MEDIUM, Result.FAIL)
     assert reason.path == "metadata.annotations['ignore.kubegap.dev/probe']"
@@ -340,7 +339,8 @@ def test_deadline(tmp_path: Path, backend: str) -> None:
         engine.evaluate(pytorchjob(), deadline=time.monotonic() - 1.0)
     assert isinstance(caught.value, KubegapError)
     assert "PyTorchJob/ml/train" in str(caught.value)
-    assert len(engine.evaluate(pytorchjob(), deadline=time.monotonic() + 3600.0).results) == 3
+    results = engine.evaluate(pytorchjob(), deadline=time.monotonic() + 3600.0).results
+    assert sum(len(f.covered()) for f in results) == 3
 
 
 @pytest.mark.parametrize(

@@ -78,7 +78,7 @@ RESTART += [
 ]  # fmt: skip
 
 
-def _replicas(kind: str, **policies: str | None) -> dict[str, Any]:
+def _replicas(kind: str, **policies: Any) -> dict[str, Any]:
     key = {"PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs", "MPIJob": "mpiReplicaSpecs"}[kind]
     return {key: {role: ({"restartPolicy": p} if p else {}) for role, p in policies.items()}}
 
@@ -92,11 +92,12 @@ def _replicas(kind: str, **policies: str | None) -> dict[str, Any]:
         ("PyTorchJob", {"Master": "OnFailure", "Worker": "Never"}, False,
          "spec.pytorchReplicaSpecs.Worker.restartPolicy"),
         ("TFJob", {"Worker": None}, False, "spec.tfReplicaSpecs.Worker.restartPolicy"),  # TFJob: Never
+        ("PyTorchJob", {"Worker": [None]}, True, "spec.runPolicy"),  # malformed: PyTorchJob's default
         ("MPIJob", {"Launcher": "OnFailure", "Worker": "Always"}, True, "spec.runPolicy"),
     ],
 )  # fmt: skip
 def test_kubeflow_restart_follows_the_replicas_restart_policy(
-    kind: str, policies: dict[str, str | None], enabled: bool, path: str
+    kind: str, policies: dict[str, Any], enabled: bool, path: str
 ) -> None:
     found = jobs.restart("kubeflow.org", kind, {"spec": _replicas(kind, **policies)})
     assert found is not None

@@ -105,6 +105,13 @@ BAD_INPUTS: list[tuple[str, bytes, str, int]] = [
     ("not UTF-8", b"apiVersion: v1\nkind: Pod\nmetadata: {name: caf\xe9}\n", "binary", 3),
     ("YAML syntax", b"apiVersion: v1\nkind: Pod\nmetadata: {name: [x}\n", "yaml-syntax", 3),
     ("a list at the top", b"- a\n- b\n", "not-an-object", 1),
+    # CPython refuses integer text past 4,300 digits; the document is reported, not the run aborted.
+    (
+        "100,000-digit integer",
+        b"apiVersion: v1\nkind: Pod\nspec: {a: " + b"9" * 100_000 + b"}\n",
+        "number-range",
+        3,
+    ),
 ]
 
 
@@ -209,3 +216,18 @@ def test_dangling_symlink_in_a_folder_is_an_unreadable_document(engine: Engine, 
     assert invalid == [("a-dangling.yaml", "unreadable")]
     assert len([f for f in report.findings if f.file and f.file.endswith("b-train.yaml")]) == 5
     assert lint.exit_code(report, Severity.HIGH) == 2
+
+
+def test_an_object_past_its_deadline_is_an_error_finding_and_the_rest_is_linted(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stream = TRAIN.read_bytes() + b"\n---\n" + TRAIN.read_bytes()
+    monkeypatch.setattr(lint, "EVALUATION_TIMEOUT", -1.0)  # every deadline has already passed
+    report = lint.lint_documents(manifests.Reader().read_bytes(stream, "two.yaml"), engine)
+    assert [(f.policy, f.rule, f.result, f.document) for f in report.findings] == [
+        (lint.NOT_EVALUATED, "deadline", Result.ERROR, 1),  # the ConfigMap of each copy is not judged
+        (lint.NOT_EVALUATED, "deadline", Result.ERROR, 3),
+    ]
+    assert "not a pass" in report.findings[0].message
+    assert report.summary.objects == 2
+    assert lint.exit_code(report, Severity.HIGH) == 1

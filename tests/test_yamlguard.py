@@ -45,6 +45,12 @@ LOADS: list[tuple[str, str, Any]] = [
     ),
     ("equals sign is a string", "v: =\n", {"v": "="}),
     ("YAML 1.1 booleans kept as PyYAML reads them", "a: on\nb: no\n", {"a": True, "b": False}),
+    # Kubernetes keeps an integer past int64 as a float64 (sigs.k8s.io/json); so does kubegap.
+    (
+        "integers past int64 become floats",
+        "a: 9223372036854775808\nb: -9223372036854775808\n",
+        {"a": 9.223372036854776e18, "b": -(2**63)},
+    ),
     ("small aliases load", "base: &b {x: 1}\ncopy: *b\n", {"base": {"x": 1}, "copy": {"x": 1}}),
     (
         "merge key overrides are not duplicates",
@@ -102,6 +108,10 @@ REJECTS: list[tuple[str, str, str, int | None, int | None]] = [
     ("recursive mapping alias", "a: &a {b: *a}\n", "alias-limit", 10, 4),
     ("flow nesting over our limit", flow_nesting(MAX_DEPTH + 5), "too-deep", 10, None),
     ("block nesting over our limit", block_nesting(MAX_DEPTH + 1), "too-deep", None, None),
+    ("100,000-digit integer", "a: " + "9" * 100_000 + "\n", "number-range", 10, 4),
+    ("integer past float64", "a: [1, " + "9" * 320 + "]\n", "number-range", 10, 8),
+    ("huge hexadecimal integer", "a: 0x" + "f" * 1000 + "\n", "number-range", 10, 4),
+    ("huge sexagesimal integer", "a: 1" + ":59" * 1000 + "\n", "number-range", 10, 4),
     (
         "deep through aliases",
         "a: &a " + "[" * 60 + "]" * 60 + "\nb: " + "[" * 50 + "*a" + "]" * 50 + "\n",

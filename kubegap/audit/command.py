@@ -145,6 +145,8 @@ def _run(args: argparse.Namespace) -> int:
         output.write(sys.stdout, args.format, result, transport.host, engine.policies)
         sys.stdout.flush()
         return EXIT_USAGE if unwritten else exit_code(result, settings, args.allow_incomplete)
+    except BrokenPipeError:
+        raise  # stdout closed by its reader (`| head`): the command layer handles it for every command
     except Exception:
         log.exception("internal error")
         print("kubegap audit: internal error (see the trace above)", file=sys.stderr)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kubegap import integers
 from kubegap.errors import KubegapError
 
 Query = Sequence[tuple[str, str]]
@@ -19,7 +19,14 @@ class Reply:
     body: bytes
 
     def json(self) -> Any:
-        return json.loads(self.body)
+        """The body as Kubernetes reads JSON (kubegap.integers); UndecodableReply when it is not JSON."""
+        try:
+            return integers.loads(self.body)
+        except (ValueError, RecursionError) as err:
+            reason = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
+            raise UndecodableReply(
+                f"the API server's reply ({self.status}) cannot be decoded: {reason}"
+            ) from None
 
 
 class Transport(Protocol):
@@ -32,6 +39,10 @@ class Transport(Protocol):
 
 class TransportError(KubegapError):
     """The connection failed before a reply arrived."""
+
+
+class UndecodableReply(TransportError):
+    """A reply that is not the JSON it should be: what it held is not evaluated, the audit goes on."""
 
 
 class ApiFailure(KubegapError):
@@ -50,7 +61,7 @@ class ApiFailure(KubegapError):
         reason, message = "", reply.body[:200].decode("utf-8", "replace").strip()
         try:
             status = reply.json()
-        except ValueError:
+        except UndecodableReply:
             status = None
         if isinstance(status, Mapping):
             reason = str(status.get("reason") or "")

@@ -6,10 +6,10 @@ a webhook registered for v1 only gets the stricter contract (research: reliabili
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, TypedDict
 
+from kubegap import integers
 from kubegap.errors import KubegapError
 
 API_VERSION = "admission.k8s.io/v1"
@@ -77,11 +77,12 @@ def decode(body: bytes) -> AdmissionReview:
     if not body.strip():
         raise BadReview("request body is empty")
     try:
-        document = json.loads(body)
+        document = integers.loads(body)
     except RecursionError as err:
         raise BadReview("request body is nested too deeply") from err
+    except integers.NumberError as err:
+        raise BadReview(f"request body holds a number out of range: {err}") from err
     except (ValueError, UnicodeDecodeError) as err:
-        # ValueError also covers integer literals past CPython's 4,300-digit conversion limit.
         raise BadReview(f"request body is not JSON: {_first_line(err)}") from err
     return _checked(document)
 

@@ -5,15 +5,24 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kubegap.audit.coverage import KindCoverage
-from kubegap.audit.runner import AuditResult
+from kubegap.audit.reader import connect
+from kubegap.audit.retry import Api
+from kubegap.audit.runner import Auditor, AuditResult
+from kubegap.audit.scope import AuditScope
+from kubegap.audit.transport import Reply
+from kubegap.config import Settings
+from kubegap.evaluate import Engine, build_engine
+from kubegap.findings import Result
 from tests.audit.conftest import Sleeps
 from tests.audit.objects import configmap, node, pod, pytorchjob, secret
 from tests.support.apiserver import ApiServer, Fault
+from tests.support.samples import PAIRWISE, user_policy, wide_pod
 
 Audit = Callable[..., AuditResult]
 JOBS = 7  # over three namespaces; with page size 2 the cluster-wide list takes four pages
@@ -267,3 +276,56 @@ def test_selector_and_excluded_namespaces(
     assert excluded.seen == JOBS + 1 - 4, "ns-0 filtered by the server"
     query = [r.query for r in apiserver.requests if r.path == "/apis/kubeflow.org/v1/pytorchjobs"][-1]
     assert query["fieldSelector"] == "metadata.namespace!=ns-0"
+
+
+class _Tampered:
+    """The real transport, with one marker string in replies swapped for raw JSON the store cannot hold."""
+
+    def __init__(self, inner: Any, marker: bytes, raw: bytes) -> None:
+        self.inner, self.marker, self.raw = inner, marker, raw
+
+    def request(self, *args: Any, **kwargs: Any) -> Reply:
+        reply: Reply = self.inner.request(*args, **kwargs)
+        return Reply(reply.status, reply.headers, reply.body.replace(self.marker, self.raw))
+
+
+def test_a_page_holding_a_100000_digit_integer_is_not_evaluated_and_the_rest_is(
+    apiserver: ApiServer, kubeconfig: Path, engine: Engine
+) -> None:
+    apiserver.load([pytorchjob("ok", namespace="ns-0"), pod("bare", "ns-1")])
+    bad = pytorchjob("huge", namespace="ns-2")
+    bad["metadata"]["labels"] = {"n": "HUGE-NUMBER"}
+    apiserver.load([bad])
+    transport = _Tampered(connect(str(kubeconfig), None), b'"HUGE-NUMBER"', b"9" * 100_000)
+    result = Auditor(Api(transport, sleep=lambda _: None), engine, AuditScope(), None).run()
+    jobs = kind(result, "PyTorchJob")
+    assert jobs.status == "not-evaluated" and jobs.evaluated == 0
+    assert "integer of 100,000 characters" in jobs.gaps[0].reason
+    assert kind(result, "Pod").evaluated == 1, "the other kinds are still audited"
+    assert not result.coverage.complete
+    assert result.internal_errors == 0
+    result.spool.close()
+
+
+def test_a_policy_over_its_cost_budget_is_an_error_finding_and_the_audit_goes_on(
+    apiserver: ApiServer, kubeconfig: Path, tmp_path: Path
+) -> None:
+    wide = wide_pod(3_000)
+    wide["metadata"]["namespace"] = "ml"
+    apiserver.load([wide, pod_in("narrow", wide_pod(3))])
+    folder = user_policy(tmp_path / "policies", PAIRWISE)
+    engine = build_engine(Settings(policy_dirs=(str(folder),), select=("unique-images",)))
+    result = Auditor(
+        Api(connect(str(kubeconfig), None), sleep=lambda _: None), engine, AuditScope(), None
+    ).run()
+    pods = kind(result, "Pod")
+    assert (pods.evaluated, pods.not_evaluated, result.internal_errors) == (2, 0, 0)
+    findings = list(result.spool.findings())
+    assert [(f.object.name, f.result) for f in findings] == [("wide", Result.ERROR)]
+    assert "over the CEL cost budget" in findings[0].message
+    result.spool.close()
+
+
+def pod_in(name: str, obj: dict[str, Any]) -> dict[str, Any]:
+    obj["metadata"] = {"name": name, "namespace": "ml"}
+    return obj

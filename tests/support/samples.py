@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-# The finding record of RULES.md §4, plus `unresolved` (§3: an unseen value is listed, never silently a pass).
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+# The finding record of RULES.md §4, plus `unresolved` (§3: an unseen value is listed, never silently a pass)
+# and `containers` (§4: every container an identical finding covers).
 RECORD_FIELDS = frozenset(
     {
         "policy",
@@ -21,6 +27,7 @@ RECORD_FIELDS = frozenset(
         "column",
         "unresolved",
         "impact",
+        "containers",
     }
 )
 
@@ -43,3 +50,43 @@ spec:
               resources:
                 limits: {nvidia.com/gpu: 8}
 """
+
+
+# A user policy comparing every pair of containers: cheap on a few, quadratic on thousands (issue: one such
+# policy could stall the webhook until gunicorn killed the worker).
+PAIRWISE = (
+    "object.spec.containers.all(a, object.spec.containers.all(b, a.name == b.name || a.image != b.image))"
+)
+
+
+def user_policy(folder: Path, expression: str, pid: str = "unique-images") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    text = f"""\
+    apiVersion: kubegap.dev/v1alpha1
+    kind: Policy
+    metadata: {{name: {pid}}}
+    spec:
+      title: Every container runs its own image
+      severity: high
+      scope: workload
+      appliesTo: "true"
+      remediation: Give each container its own image.
+      validations:
+        - name: pairwise
+          expression: {json.dumps(expression)}
+          message: two containers share an image
+    """
+    (folder / f"{pid}.yaml").write_text(textwrap.dedent(text), "utf-8")
+    return folder
+
+
+def wide_pod(containers: int, shared_image: bool = False) -> dict[str, Any]:
+    listed = [
+        {
+            "name": f"c{i}",
+            "image": "same" if shared_image else f"img-{i}",
+            "resources": {"limits": {"nvidia.com/gpu": 1}},
+        }
+        for i in range(containers)
+    ]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "wide"}, "spec": {"containers": listed}}

@@ -62,6 +62,11 @@ def _deep_review(depth: int) -> bytes:
     return review.replace('"labels": {', '"labels": {"deep": ' + "[" * depth + "]" * depth + ", ", 1).encode()
 
 
+def _huge_int_review(digits: int) -> bytes:
+    review = json.dumps(payload("pod-create.json"))
+    return review.replace('"labels": {', '"labels": {"n": ' + "9" * digits + ", ", 1).encode()
+
+
 BAD = [
     ("text/plain", b"{}", {"Content-Type": "text/plain"}, 400, "content-type", "Content-Type must be"),
     ("no content type", b"{}", {}, 400, "content-type", "Content-Type must be"),
@@ -69,7 +74,10 @@ BAD = [
     ("not json", b"apiVersion: v1", JSON, 400, "malformed", "not JSON"),
     ("deep", b"[" * 50_000 + b"]" * 50_000, JSON, 400, "malformed", "nested too deeply"),
     ("deep object", _deep_review(5_000), JSON, 400, "malformed", "nested too deeply"),
-    ("huge int", b'{"n": ' + b"1" * 5000 + b"}", JSON, 400, "malformed", "not JSON"),
+    ("huge int", b'{"n": ' + b"1" * 5000 + b"}", JSON, 400, "malformed", "number out of range"),
+    ("100,000-digit int in the object", _huge_int_review(100_000), JSON, 400, "malformed",
+     "number out of range"),
+    ("4,000-digit int in the object", _huge_int_review(4_000), JSON, 400, "malformed", "number out of range"),
     ("v1beta1", b'{"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview"}', JSON, 400,
      "malformed", "expected apiVersion admission.k8s.io/v1"),
     ("no uid", json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",

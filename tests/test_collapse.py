@@ -1,0 +1,93 @@
+"""Identical findings across one template's containers are one finding that lists them (RULES.md §4)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
+import yaml
+
+from kubegap.collapse import collapse
+from kubegap.config import Settings
+from kubegap.evaluate import Engine, build_engine
+from kubegap.findings import Finding, ObjectRef, Result, Severity, Summary
+from kubegap.reports import json as json_report
+from kubegap.reports import text as text_report
+from tests.support.samples import FAILING_PYTORCHJOB
+
+REF = ObjectRef("kubeflow.org/v1", "PyTorchJob", "llm", "pretrain")
+BASE = Finding(
+    "health-probes",
+    "liveness-probe",
+    Severity.HIGH,
+    Result.FAIL,
+    "no livenessProbe",
+    "Add one.",
+    REF,
+    "Worker",
+)
+
+
+def at(container: str, index: int, role: str = "Worker", **changes: Any) -> Finding:
+    path = f"spec.pytorchReplicaSpecs.{role}.template.spec.containers[{index}]"
+    return replace(BASE, role=role, container=container, path=path, **changes)
+
+
+def test_identical_findings_of_one_template_become_one_listing_every_container() -> None:
+    workload = replace(BASE, policy="restart-budget", rule="auto-restart")
+    (first, whole) = collapse([at("a", 0), workload, at("b", 1), at("c", 2)])
+    assert (first.container, first.path, first.containers) == ("a", at("a", 0).path, ("a", "b", "c"))
+    assert whole is workload, "a finding without a container is kept as it is, in order"
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        at("b", 1, role="Master"),  # another template
+        at("b", 1, message="no livenessProbe on b"),  # another message
+        at("b", 1, result=Result.ERROR),
+        at("b", 1, unresolved=("Secret llm/token",)),
+        replace(at("b", 1), path=at("b", 1).path + ".env[3]"),  # another field
+    ],
+)
+def test_findings_that_differ_in_more_than_the_container_stay_apart(other: Finding) -> None:
+    assert collapse([at("a", 0), other]) == (at("a", 0), other)
+
+
+def test_nothing_to_collapse_returns_the_results_unchanged() -> None:
+    results = (at("a", 0), replace(BASE, policy="p2"))
+    assert collapse(results) == results
+
+
+def wide(containers: int) -> dict[str, Any]:
+    obj: Any = yaml.safe_load(FAILING_PYTORCHJOB)
+    spec = obj["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
+    spec["containers"] = [dict(spec["containers"][0], name=f"trainer-{i}") for i in range(containers)]
+    return dict(obj)
+
+
+@pytest.fixture(scope="module")
+def engine() -> Engine:
+    return build_engine(Settings(cel_backend="cel-expr"))
+
+
+def test_a_wide_template_gives_as_many_findings_as_a_narrow_one(engine: Engine) -> None:
+    narrow, broad = engine.evaluate(wide(1)), engine.evaluate(wide(2_000))
+    assert [(f.policy, f.rule) for f in broad.findings] == [(f.policy, f.rule) for f in narrow.findings]
+    per_container = [f for f in broad.findings if f.container is not None]
+    assert per_container, "the sample has container-level findings"
+    for finding in per_container:
+        assert finding.container == "trainer-0"
+        assert finding.covered() == [f"trainer-{i}" for i in range(2_000)]
+        assert finding.path and finding.path.endswith("containers[0]")
+
+
+def test_reports_name_the_first_container_and_list_them_all(engine: Engine) -> None:
+    findings = list(engine.evaluate(wide(3)).findings)
+    record = json.loads(json_report.render(findings, Summary()))["findings"]
+    listed = [f["containers"] for f in record if f["container"]]
+    assert listed and all(c == ["trainer-0", "trainer-1", "trainer-2"] for c in listed)
+    assert [f["containers"] for f in record if not f["container"]] == [[]] * (len(record) - len(listed))
+    assert "container trainer-0 and 2 more with the same finding" in text_report.render(findings, Summary())
