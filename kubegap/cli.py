@@ -32,6 +32,7 @@ examples:
   kubegap test my-policies/                     run your own policies' examples
   kubegap audit --format policyreport           read-only report over a live cluster
   kubegap serve --cert tls.crt --key tls.key    the validating admission webhook
+  kubegap fix --write train.yaml                add the missing settings, keeping the file's style
 
 exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage/input/policy error, 3 internal error,
             4 audit incomplete
@@ -244,8 +245,15 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     for name, module, help_text in (
         ("audit", "kubegap.audit.command", "read-only audit of a live cluster"),
         ("serve", "kubegap.webhook.serve", "run the validating admission webhook (gunicorn, TLS)"),
+        ("fix", "kubegap.fix.command", "patch manifests so that findings are fixed, keeping their style"),
     ):
-        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub = commands.add_parser(
+            name,
+            help=help_text,
+            description=help_text,
+            epilog=getattr(importlib.import_module(module), "EPILOG", None) if name == chosen else None,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         if name == chosen:
             imported = importlib.import_module(module)
             imported.add_arguments(sub)

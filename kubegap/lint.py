@@ -66,7 +66,8 @@ def _invalid(doc: manifests.Document) -> Finding:
     )
 
 
-def _locate(doc: manifests.Document, finding: Finding) -> Finding:
+def locate_finding(doc: manifests.Document, finding: Finding) -> Finding:
+    """The finding with its file, document, line and column (`kubegap fix` reports the same places)."""
     line, column = doc.line, 1
     if finding.path is not None:
         with contextlib.suppress(ValueError):  # a path a custom policy built by hand: point at the document
@@ -102,7 +103,7 @@ def lint_documents(
             continue
         report.summary.objects += 1
         report.summary.add(evaluation.results)
-        report.findings.extend(_locate(doc, f) for f in evaluation.findings)
+        report.findings.extend(locate_finding(doc, f) for f in evaluation.findings)
         if keep_passes:
             report.passes += [
                 f.located(doc.file, doc.index, None, None)

@@ -1,0 +1,125 @@
+"""`kubegap fix`: arguments, the per-file loop, the report on stderr and the exit code.
+
+Exit codes (like `ruff format --check`): with --diff (the default), 1 when a fix would change a file and
+0 when nothing would; with --write, 0 once the files are written. 2 when a path, a file or an option
+could not be used (other files are still fixed and reported).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from kubegap import lint, manifests
+from kubegap.errors import UsageError
+from kubegap.evaluate import build_engine
+from kubegap.findings import Finding
+from kubegap.fix.files import Fixed, Refused, fix_source, sources, write
+from kubegap.fix.session import Outcome, Scope
+from kubegap.options import add_engine_arguments, settings_from_args
+from kubegap.reports.text import printable
+
+EPILOG = """\
+examples:
+  kubegap fix deploy/                     show, as a diff, what kubegap fix would change
+  kubegap fix --write deploy/ train.yaml  change the files in place
+  kubegap fix --policy nccl-timeout/timeout-declared --write train.yaml
+  helm template trainer ./chart | kubegap fix --write -    the fixed stream on stdout
+
+exit codes: 0 nothing to change (or, with --write, changed), 1 --diff shows changes, 2 a path, file or
+            option could not be used, 3 internal error
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="files or folders; - reads stdin")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--diff", action="store_true", help="print a unified diff, change nothing (default)")
+    mode.add_argument(
+        "--write", action="store_true", help="change the files in place (stdin: print the fixed stream)"
+    )
+    add_engine_arguments(parser)
+    for action in parser._actions:  # `--policy` also takes ID/RULE here
+        if action.dest == "policy":
+            action.metavar = "ID[/RULE]"
+            action.help = "fix only this policy, or one rule of it (repeatable)"
+
+
+def _selection(chosen: Sequence[str]) -> tuple[tuple[str, ...], Callable[[Finding], bool]]:
+    policies: list[str] = []
+    rules: set[tuple[str, str]] = set()
+    whole: set[str] = set()
+    for item in chosen:
+        policy, _, rule = item.partition("/")
+        if not policy:
+            raise UsageError(f"--policy {item!r}: write ID or ID/RULE")
+        policies.append(policy)
+        (rules.add((policy, rule)) if rule else whole.add(policy))
+
+    def selected(finding: Finding) -> bool:
+        return not chosen or finding.policy in whole or (finding.policy, finding.rule) in rules
+
+    return tuple(dict.fromkeys(policies)), selected
+
+
+def _report(outcomes: list[Outcome]) -> list[str]:
+    lines = []
+    for outcome in outcomes:
+        f = outcome.finding
+        state = ("todo" if outcome.todo else "fixed") if outcome.fixed else "not fixed"
+        lines.append(printable(f"{f.file}:{f.line}:{f.column}: {f.policy}/{f.rule}: {state}: {outcome.note}"))
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    policies, selected = _selection(args.policy)
+    args.policy = list(policies)
+    settings = settings_from_args(args)
+    engine = build_engine(settings)
+    stdin = sys.stdin.buffer.read(manifests.MAX_FILE_BYTES + 1) if manifests.STDIN in args.paths else None
+    found = sources(list(args.paths), stdin)
+    known = lint.configmaps_of(d for s in found for d in manifests.Reader().read_bytes(s.data, s.name))
+    scope = Scope(engine, known, selected)
+    problems = changed = 0
+    counts = {"fixed": 0, "todo": 0, "not fixed": 0}
+    for source in found:
+        try:
+            fixed = fix_source(source, scope)
+        except Refused as err:
+            print(printable(f"kubegap: {source.name}: {err}"), file=sys.stderr)
+            problems += 1
+            continue
+        for line in _report(fixed.outcomes):
+            print(line, file=sys.stderr)
+        for outcome in fixed.outcomes:
+            counts["todo" if outcome.todo else "fixed" if outcome.fixed else "not fixed"] += 1
+        changed += fixed.changed
+        problems += _emit(fixed, args.write)
+    verb = "changed" if args.write else "would change"
+    print(
+        f"kubegap fix: {counts['fixed']} fixed, {counts['todo']} left as TODO for you, "
+        f"{counts['not fixed']} without a safe fix; {changed} file(s) {verb}",
+        file=sys.stderr,
+    )
+    if problems:
+        return 2
+    return 1 if changed and not args.write else 0
+
+
+def _emit(fixed: Fixed, write_files: bool) -> int:
+    """Print or write one file's result; 1 when it could not be written."""
+    if fixed.source.path is None and write_files:
+        sys.stdout.write(fixed.text)
+        return 0
+    if not write_files:
+        sys.stdout.write(fixed.diff())
+        return 0
+    if not fixed.changed:
+        return 0
+    try:
+        write(fixed)
+    except Refused as err:
+        print(printable(f"kubegap: {fixed.source.name}: {err}"), file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,104 @@
+"""Edits inside one command-line element, most often the script of `bash -c "…"`.
+
+The element's source text is searched, not its parsed value, so that the edit lands in the file as the
+author wrote it. Only elements whose source maps one-to-one onto their value lines are edited: one-line
+plain or quoted scalars and literal (`|`) block scalars. A folded or multi-line flow scalar joins lines,
+so a position in its value is not a position in the file: `Unsafe`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from yaml.nodes import ScalarNode
+
+from kubegap.fieldpath import FieldPath
+from kubegap.fix.edits import Edit
+from kubegap.fix.nodes import Tree, Unsafe
+
+_VALUE = r"""(?:"[^"\n]*"|'[^'\n]*'|[^\s;&|()"'\\]+)"""
+_BOUNDARY_BEFORE = r"""(?<![^\s"'=;&|(])"""
+_STATEMENT_START = r"""(?:^|(?<=[;&|(]))[ \t]*"""
+
+
+def _span(tree: Tree, path: FieldPath) -> tuple[int, int]:
+    """Offsets of the element's content in the text (inside the quotes)."""
+    node = tree.node(path)
+    if not isinstance(node, ScalarNode):
+        raise Unsafe("the command-line element is not a scalar")
+    start, end = tree.start(node), tree.content_end(node)
+    multiline = "\n" in tree.text[start:end]
+    if node.style == ">" or (multiline and node.style != "|"):
+        raise Unsafe("the script is a folded or multi-line scalar whose lines YAML joins")
+    if node.style in ('"', "'"):
+        return start + 1, end - 1
+    if node.style == "|":
+        return tree.next_line(start), end
+    return start, end
+
+
+def _statement_end(text: str, pos: int, end: int) -> int:
+    """Where the shell statement that contains `pos` ends (before `;`, `&`, `|`, `)`, a comment, or a
+    line break that is not continued), trailing blanks excluded."""
+    quote = ""
+    while pos < end:
+        char = text[pos]
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "\\" and text[pos + 1 : pos + 2] == "\n":
+            pos += 1
+        elif char in ";&|)\n" or (char == "#" and text[pos - 1] in " \t"):
+            break
+        pos += 1
+    while pos > 0 and text[pos - 1] in " \t":
+        pos -= 1
+    return pos
+
+
+def append_to_statement(tree: Tree, path: FieldPath, word: str, addition: str) -> Edit:
+    """Add ` addition` at the end of the statement in which `word` (the launcher or trainer) appears."""
+    start, end = _span(tree, path)
+    pattern = re.compile(_BOUNDARY_BEFORE + r"(?:\S*/)?" + re.escape(word) + r"(?=[\s;&|)\"']|\Z)")
+    match = pattern.search(tree.text, start, end)
+    if match is None:
+        raise Unsafe(f"{word} is not written plainly in the script")
+    at = _statement_end(tree.text, match.end(), end)
+    return Edit(at, at, " " + addition)
+
+
+def replace_value(tree: Tree, path: FieldPath, flag: str, value: str) -> Edit:
+    """Replace the value of the last `flag value` / `flag=value` / `key=value` written in the element."""
+    start, end = _span(tree, path)
+    pattern = re.compile(
+        _BOUNDARY_BEFORE + re.escape(flag) + r"(?:=|[ \t]+|[ \t]*\\\n[ \t]*)(" + _VALUE + r")"
+    )
+    matches = [m for m in pattern.finditer(tree.text, start, end) if m.end() <= end]
+    if not matches:
+        raise Unsafe(f"{flag} is not written plainly in the script")
+    found = matches[-1]
+    return Edit(found.start(1), found.end(1), value)
+
+
+def remove_assignment(tree: Tree, path: FieldPath, name: str, how: str) -> Edit:
+    """Remove `export NAME=VALUE`, a leading `NAME=VALUE ` or mpirun's `-x NAME=VALUE` from a script."""
+    start, end = _span(tree, path)
+    assignment = re.escape(name) + "=" + _VALUE + "?"
+    if how == "export":
+        pattern = _STATEMENT_START + r"export[ \t]+" + assignment + r"[ \t]*(?:;|&&)?[ \t]*"
+    elif how == "prefix":
+        pattern = _STATEMENT_START + assignment + r"[ \t]+"
+    elif how == "mpirun -x":
+        pattern = r"[ \t]+-x[ \t]+" + assignment + r"(?=[\s;&|)\"']|\Z)"
+    else:
+        raise Unsafe(f"a variable set by {how}")
+    found = list(re.finditer(pattern, tree.text[start:end], re.M))
+    if len(found) != 1:
+        raise Unsafe(f"{name} is set {len(found)} times in the script, not once")
+    begin, stop = start + found[0].start(), start + found[0].end()
+    line_begin, line_end = tree.line_start(begin), tree.next_line(stop)
+    alone = tree.text[line_begin:begin].strip() == "" and tree.text[stop:line_end].strip() == ""
+    if how == "export" and alone and line_begin >= start:  # the whole line of a block script: drop it
+        return Edit(line_begin, line_end, "")
+    return Edit(begin, stop, "")

@@ -1,0 +1,119 @@
+"""Fixing one document's text: lint it, patch one finding, lint the result, keep the patch only if it
+settled the finding and brought no new one; repeat until nothing more can be fixed.
+
+Checking every patch with the engine itself means a fix can never claim more than lint confirms: a patch
+that leaves its finding (or makes another appear) is dropped and the finding reported as not fixed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubegap import fieldpath, manifests
+from kubegap.evaluate import Context, Engine
+from kubegap.findings import Finding, Result
+from kubegap.fix import edits, fixers
+from kubegap.fix.nodes import Tree, Unsafe
+from kubegap.fix.target import Patch, Target
+from kubegap.lint import locate_finding
+from kubegap.policy import INVALID_DECLARATION
+
+MAX_PATCHES = 200  # per document: every finding is tried once, so this is a guard, not a limit in use
+
+Key = tuple[tuple[str | int, ...], tuple[Any, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    finding: Finding  # located in the file
+    fixed: bool  # a patch was made for it
+    todo: bool  # the patch leaves a TODO value for a person
+    note: str  # what the patch does, or why there is no safe fix
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    engine: Engine
+    configmaps: Mapping[tuple[str, str], Mapping[str, str]]
+    selected: Callable[[Finding], bool]
+
+
+def _evaluate(text: str, scope: Scope, name: str, line: int) -> list[tuple[manifests.Document, Finding]]:
+    documents = list(manifests.Reader().read_bytes(text.encode("utf-8"), name))
+    if any(d.error is not None for d in documents):
+        raise Unsafe("the document no longer parses")
+    out: list[tuple[manifests.Document, Finding]] = []
+    for doc in documents:
+        assert doc.obj is not None
+        placed = manifests.Document(doc.file, doc.index, line, doc.obj, None, doc.prefix, doc.text)
+        for finding in scope.engine.evaluate(doc.obj, Context(scope.configmaps)).findings:
+            if finding.result is Result.FAIL:
+                out.append((placed, locate_finding(placed, finding)))
+    return out
+
+
+def _key(doc: manifests.Document, finding: Finding) -> Key:
+    """A finding's identity; with its message, since removing one of several variables can leave a finding
+    at the same path that now names the next one."""
+    return (doc.prefix, (*finding.key(), finding.message))
+
+
+def _params(engine: Engine, policy: str) -> Mapping[str, Any]:
+    return next((c.params for c in engine.compiled if c.policy.id == policy), {})
+
+
+def _check(patch: Patch, key: Key, before: set[Key], after: set[Key]) -> None:
+    """Raises Unsafe unless the patch settled its finding and brought no other finding."""
+    finding_key = key[1]
+    for prefix, new in after - before:
+        same_rule = new[:5] == finding_key[:5]  # the next offender of the same rule in the same object
+        todo = (
+            patch.todo is not None
+            and new[1] == INVALID_DECLARATION
+            and new[7] == fieldpath.render(patch.todo)
+        )
+        if not (same_rule or todo) or prefix != key[0]:
+            raise Unsafe(f"the edit would bring a new finding ({new[0]}/{new[1]} at {new[7]})")
+    if patch.todo is None and key in after:
+        raise Unsafe("the edit did not settle the finding")
+
+
+def fix_text(text: str, scope: Scope, name: str, line: int) -> tuple[str, list[Outcome]]:
+    """The document's text with every safe fix applied, and what was done for each finding."""
+    outcomes: dict[Key, Outcome] = {}
+    ours: set[Key] = set()  # invalid-declaration findings of the TODO values this run wrote
+    current = _evaluate(text, scope, name, line)
+    for _ in range(MAX_PATCHES):
+        before = {_key(d, f) for d, f in current}
+        todo = [
+            (d, f)
+            for d, f in current
+            if _key(d, f) not in outcomes and _key(d, f) not in ours and scope.selected(f)
+        ]
+        if not todo:
+            break
+        doc, finding = todo[0]
+        key = _key(doc, finding)
+        try:
+            assert doc.obj is not None
+            target = Target(
+                finding,
+                doc.obj,
+                doc.prefix,
+                Tree(text),
+                _params(scope.engine, finding.policy),
+                scope.engine.catalogue,
+            )
+            patch = fixers.plan(target)
+            changed = edits.apply(text, patch.edits)
+            after = _evaluate(changed, scope, name, line)
+            _check(patch, key, before, {_key(d, f) for d, f in after})
+        except Unsafe as reason:
+            outcomes[key] = Outcome(finding, False, False, str(reason))
+            continue
+        outcomes[key] = Outcome(finding, True, patch.todo is not None, patch.summary)
+        ours |= {_key(d, f) for d, f in after if f.rule == INVALID_DECLARATION} - before
+        text, current = changed, after
+    return text, list(outcomes.values())
