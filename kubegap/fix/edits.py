@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from kubegap.fieldpath import FieldPath
@@ -39,7 +40,7 @@ def apply(text: str, edits: Sequence[Edit]) -> str:
 
 
 # --- rendering new YAML in the document's style -----------------------------------------------------
-_PLAIN = re.compile(r"-{0,2}[A-Za-z_/][\w./=+-]*\Z")
+_PLAIN = re.compile(r"-{0,2}[\w/][\w./=+-]*\Z")
 _NOT_PLAIN = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"})
 
 
@@ -50,7 +51,7 @@ def scalar(value: Any) -> str:
         raise TypeError(f"cannot render {value!r}")
     if isinstance(value, int):
         return str(value)
-    if _PLAIN.match(value) and value.lower() not in _NOT_PLAIN:
+    if _PLAIN.match(value) and value.lower() not in _NOT_PLAIN and yaml.safe_load(value) == value:
         return value
     return json.dumps(value)
 

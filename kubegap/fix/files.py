@@ -160,3 +160,8 @@ def write(fixed: Fixed) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def fix_bytes(data: bytes, name: str, scope: Scope) -> Fixed:
+    """One file's content fixed in memory (nothing is written): for tests, reports and other tools."""
+    return fix_source(Source(name, None, None, data), scope)
