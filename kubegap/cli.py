@@ -116,7 +116,12 @@ def _lint(args: argparse.Namespace) -> int:
             Path(path).write_text(_lint_output(fmt, report, engine), "utf-8")
         except OSError as err:
             raise UsageError(f"--output {fmt}={path}: {err.strerror or err}") from None
-    sys.stdout.write(_lint_output(args.format, report, engine))
+    fixable = None
+    if args.format == "text" and report.findings:
+        from kubegap.fix.command import fixable_line
+
+        fixable = fixable_line(report.findings, paths, engine)
+    sys.stdout.write(_lint_output(args.format, report, engine, fixable))
     return exit_code(report, settings.fail_on)
 
 
@@ -132,7 +137,7 @@ def _outputs(specs: Sequence[str]) -> list[tuple[str, str]]:
     return outputs
 
 
-def _lint_output(fmt: str, report: LintReport, engine: Engine) -> str:
+def _lint_output(fmt: str, report: LintReport, engine: Engine, fixable: str | None = None) -> str:
     from kubegap.reports import json as json_report
     from kubegap.reports import junit, sarif
     from kubegap.reports import text as text_report
@@ -145,7 +150,7 @@ def _lint_output(fmt: str, report: LintReport, engine: Engine) -> str:
         return junit.render(report.findings + report.passes, engine.policies)
     if fmt == "json":
         return json_report.render(report.findings, report.summary)
-    return text_report.render(report.findings, report.summary)
+    return text_report.render(report.findings, report.summary, fixable)
 
 
 def _policies_arguments(parser: argparse.ArgumentParser) -> None:

@@ -41,7 +41,8 @@ def _order(finding: Finding) -> tuple[str, int, int, str, str]:
     return (finding.file or "", finding.document or 0, finding.line or 0, finding.policy, finding.rule)
 
 
-def render(findings: Sequence[Finding], summary: Summary) -> str:
+def render(findings: Sequence[Finding], summary: Summary, fixable: str | None = None) -> str:
+    """The report; `fixable` (what `kubegap fix` could do) goes just above the summary line."""
     out: list[str] = []
     for file, group in groupby(sorted(findings, key=_order), key=lambda f: f.file or ""):
         out.append(printable(file) or "(no file)")
@@ -57,6 +58,8 @@ def render(findings: Sequence[Finding], summary: Summary) -> str:
             for name, sources in sorted(summary.unresolved.items())
         ]
         out.append("")
+    if fixable:
+        out.append(fixable)
     out.append(summary_line(summary))
     return "\n".join(out) + "\n"
 

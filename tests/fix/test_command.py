@@ -116,3 +116,21 @@ def test_a_file_with_an_unreadable_document_is_left_untouched(
 
 def test_a_missing_path_is_a_usage_error(tmp_path: Path) -> None:
     assert cli.main(["fix", str(tmp_path / "nope.yaml")]) == 2
+
+
+def test_lint_text_output_says_how_many_findings_fix_can_fix(
+    job: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["lint", "--jobs", "1", str(job)]) == 1
+    out, _ = capsys.readouterr()
+    lines = out.rstrip("\n").splitlines()
+    assert lines[-2] == (
+        "kubegap fix can fix 2 of these finding(s): run `kubegap fix PATH…` to see the diff"
+    )  # the collective timeout and the liveness probe; the NIC and checkpoint findings need a person
+    assert lines[-1].startswith("1 object(s) checked: 5 finding(s)")
+    assert cli.main(["fix", "--write", str(job)]) == 0
+    capsys.readouterr()
+    cli.main(["lint", "--jobs", "1", str(job)])
+    assert "kubegap fix can fix" not in capsys.readouterr().out
+    assert cli.main(["lint", "--format", "json", "--jobs", "1", str(job)]) == 1
+    assert "kubegap fix" not in capsys.readouterr().out
