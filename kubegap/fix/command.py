@@ -65,7 +65,7 @@ def _selection(chosen: Sequence[str]) -> tuple[tuple[str, ...], Callable[[Findin
 
 def _report(outcomes: list[Outcome]) -> list[str]:
     lines = []
-    for outcome in outcomes:
+    for outcome in sorted(outcomes, key=lambda o: (o.finding.line or 0, o.finding.column or 0)):
         f = outcome.finding
         state = ("todo" if outcome.todo else "fixed") if outcome.fixed else "not fixed"
         lines.append(printable(f"{f.file}:{f.line}:{f.column}: {f.policy}/{f.rule}: {state}: {outcome.note}"))

@@ -1,9 +1,9 @@
 """Edits inside one command-line element, most often the script of `bash -c "…"`.
 
 The element's source text is searched, not its parsed value, so that the edit lands in the file as the
-author wrote it. Only elements whose source maps one-to-one onto their value lines are edited: one-line
-plain or quoted scalars and literal (`|`) block scalars. A folded or multi-line flow scalar joins lines,
-so a position in its value is not a position in the file: `Unsafe`.
+author wrote it, and an edit never adds or removes a line break. In a literal (`|`) script a line break
+ends a statement; in a folded (`>`) or multi-line flow scalar YAML joins lines with a space, so there only
+a blank line does, and a statement is not removed from such a script (`Unsafe`).
 """
 
 from __future__ import annotations
@@ -21,25 +21,25 @@ _BOUNDARY_BEFORE = r"""(?<![^\s"'=;&|(])"""
 _STATEMENT_START = r"""(?:^|(?<=[;&|(]))[ \t]*"""
 
 
-def _span(tree: Tree, path: FieldPath) -> tuple[int, int]:
-    """Offsets of the element's content in the text (inside the quotes)."""
+def _span(tree: Tree, path: FieldPath) -> tuple[int, int, bool]:
+    """Offsets of the element's content in the text (inside the quotes or below the block indicator),
+    and whether YAML joins its lines."""
     node = tree.node(path)
     if not isinstance(node, ScalarNode):
         raise Unsafe("the command-line element is not a scalar")
     start, end = tree.start(node), tree.content_end(node)
-    multiline = "\n" in tree.text[start:end]
-    if node.style == ">" or (multiline and node.style != "|"):
-        raise Unsafe("the script is a folded or multi-line scalar whose lines YAML joins")
+    if node.style in ("|", ">"):
+        return tree.next_line(start), end, node.style == ">"
+    joined = "\n" in tree.text[start:end]
     if node.style in ('"', "'"):
-        return start + 1, end - 1
-    if node.style == "|":
-        return tree.next_line(start), end
-    return start, end
+        return start + 1, end - 1, joined
+    return start, end, joined
 
 
-def _statement_end(text: str, pos: int, end: int) -> int:
+def _statement_end(text: str, pos: int, end: int, joined: bool) -> int:
     """Where the shell statement that contains `pos` ends (before `;`, `&`, `|`, `)`, a comment, or a
-    line break that is not continued), trailing blanks excluded."""
+    line break that is not continued; in joined lines only a blank line breaks), trailing blanks
+    excluded."""
     quote = ""
     while pos < end:
         char = text[pos]
@@ -49,7 +49,9 @@ def _statement_end(text: str, pos: int, end: int) -> int:
             quote = char
         elif char == "\\" and text[pos + 1 : pos + 2] == "\n":
             pos += 1
-        elif char in ";&|)\n" or (char == "#" and text[pos - 1] in " \t"):
+        elif char == "\n" and joined and text[pos + 1 : text.find("\n", pos + 1)].strip():
+            pass
+        elif char in ";&|)\n" or (char == "#" and not joined and text[pos - 1] in " \t"):
             break
         pos += 1
     while pos > 0 and text[pos - 1] in " \t":
@@ -59,18 +61,18 @@ def _statement_end(text: str, pos: int, end: int) -> int:
 
 def append_to_statement(tree: Tree, path: FieldPath, word: str, addition: str) -> Edit:
     """Add ` addition` at the end of the statement in which `word` (the launcher or trainer) appears."""
-    start, end = _span(tree, path)
+    start, end, joined = _span(tree, path)
     pattern = re.compile(_BOUNDARY_BEFORE + r"(?:\S*/)?" + re.escape(word) + r"(?=[\s;&|)\"']|\Z)")
     match = pattern.search(tree.text, start, end)
     if match is None:
         raise Unsafe(f"{word} is not written plainly in the script")
-    at = _statement_end(tree.text, match.end(), end)
+    at = _statement_end(tree.text, match.end(), end, joined)
     return Edit(at, at, " " + addition)
 
 
 def replace_value(tree: Tree, path: FieldPath, flag: str, value: str) -> Edit:
     """Replace the value of the last `flag value` / `flag=value` / `key=value` written in the element."""
-    start, end = _span(tree, path)
+    start, end, _ = _span(tree, path)
     pattern = re.compile(
         _BOUNDARY_BEFORE + re.escape(flag) + r"(?:=|[ \t]+|[ \t]*\\\n[ \t]*)(" + _VALUE + r")"
     )
@@ -83,7 +85,9 @@ def replace_value(tree: Tree, path: FieldPath, flag: str, value: str) -> Edit:
 
 def remove_assignment(tree: Tree, path: FieldPath, name: str, how: str) -> Edit:
     """Remove `export NAME=VALUE`, a leading `NAME=VALUE ` or mpirun's `-x NAME=VALUE` from a script."""
-    start, end = _span(tree, path)
+    start, end, joined = _span(tree, path)
+    if joined:
+        raise Unsafe("removing a statement from a script whose lines YAML joins")
     assignment = re.escape(name) + "=" + _VALUE + "?"
     if how == "export":
         pattern = _STATEMENT_START + r"export[ \t]+" + assignment + r"[ \t]*(?:;|&&)?[ \t]*"

@@ -134,3 +134,14 @@ def test_lint_text_output_says_how_many_findings_fix_can_fix(
     assert "kubegap fix can fix" not in capsys.readouterr().out
     assert cli.main(["lint", "--format", "json", "--jobs", "1", str(job)]) == 1
     assert "kubegap fix" not in capsys.readouterr().out
+
+
+def test_the_readme_diff_is_what_kubegap_fix_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    readme = (Path(__file__).parent.parent.parent / "README.md").read_text("utf-8")
+    shown = readme.split("$ kubegap fix llama3-8b-sft.yaml\n", 1)[1].split("```", 1)[0]
+    shutil.copy(MANIFESTS / "pytorchjob-llama-sft.yaml", tmp_path / "llama3-8b-sft.yaml")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["fix", "llama3-8b-sft.yaml"]) == 1
+    assert capsys.readouterr().out == shown
