@@ -113,15 +113,10 @@ def _lint(args: argparse.Namespace) -> int:
     for fmt, path in outputs:
         try:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_text(_lint_output(fmt, report, engine), "utf-8")
+            Path(path).write_text(_lint_output(fmt, report, engine, paths), "utf-8")
         except OSError as err:
             raise UsageError(f"--output {fmt}={path}: {err.strerror or err}") from None
-    fixable = None
-    if args.format == "text" and report.findings:
-        from kubegap.fix.command import fixable_line
-
-        fixable = fixable_line(report.findings, paths, engine)
-    sys.stdout.write(_lint_output(args.format, report, engine, fixable))
+    sys.stdout.write(_lint_output(args.format, report, engine, paths))
     return exit_code(report, settings.fail_on)
 
 
@@ -137,19 +132,30 @@ def _outputs(specs: Sequence[str]) -> list[tuple[str, str]]:
     return outputs
 
 
-def _lint_output(fmt: str, report: LintReport, engine: Engine, fixable: str | None = None) -> str:
+def _lint_output(fmt: str, report: LintReport, engine: Engine, paths: Sequence[str] = ()) -> str:
     from kubegap.reports import json as json_report
     from kubegap.reports import junit, sarif
     from kubegap.reports import text as text_report
 
     if fmt == "sarif":
+        from kubegap.fix.suggestions import suggestions  # `kubegap fix`'s patches, one per finding
+
         return sarif.render(
-            report.findings + report.passes, engine.policies, __version__, base_dir=str(Path.cwd())
+            report.findings + report.passes,
+            engine.policies,
+            __version__,
+            base_dir=str(Path.cwd()),
+            fixes=suggestions(report.findings, paths, engine) if report.findings else None,
         )
     if fmt == "junit":
         return junit.render(report.findings + report.passes, engine.policies)
     if fmt == "json":
         return json_report.render(report.findings, report.summary)
+    fixable = None
+    if report.findings:
+        from kubegap.fix.command import fixable_line
+
+        fixable = fixable_line(report.findings, paths, engine)
     return text_report.render(report.findings, report.summary, fixable)
 
 

@@ -11,12 +11,20 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from kubegap import lint, manifests
+from kubegap import manifests
 from kubegap.errors import UsageError
 from kubegap.evaluate import Engine, build_engine
 from kubegap.findings import Finding
-from kubegap.fix.files import Fixed, Refused, fix_source, sources, write
-from kubegap.fix.session import Outcome, Scope
+from kubegap.fix.files import (
+    Fixed,
+    Refused,
+    fix_source,
+    readable_sources,
+    scope_for,
+    sources,
+    write,
+)
+from kubegap.fix.session import Outcome
 from kubegap.options import add_engine_arguments, settings_from_args
 from kubegap.reports.text import printable
 
@@ -79,8 +87,7 @@ def run(args: argparse.Namespace) -> int:
     engine = build_engine(settings)
     stdin = sys.stdin.buffer.read(manifests.MAX_FILE_BYTES + 1) if manifests.STDIN in args.paths else None
     found = sources(list(args.paths), stdin)
-    known = lint.configmaps_of(d for s in found for d in manifests.Reader().read_bytes(s.data, s.name))
-    scope = Scope(engine, known, selected)
+    scope = scope_for(found, engine, selected)
     problems = changed = 0
     counts = {"fixed": 0, "todo": 0, "not fixed": 0}
     for source in found:
@@ -128,16 +135,10 @@ def _emit(fixed: Fixed, write_files: bool) -> int:
 def fixable_line(findings: Sequence[Finding], paths: Sequence[str], engine: Engine) -> str | None:
     """For `kubegap lint`: how many of the findings `kubegap fix` settles (stdin cannot be read again, and
     a file kubegap fix would refuse counts nothing)."""
-    named = {f.file for f in findings}
-    files = [p for p in paths if p != manifests.STDIN]
-    try:
-        found = [s for s in sources(files, None) if s.name in named]
-    except (Refused, UsageError):
+    readable = readable_sources(findings, paths, engine)
+    if readable is None:
         return None
-    if not found:
-        return None
-    known = lint.configmaps_of(d for s in found for d in manifests.Reader().read_bytes(s.data, s.name))
-    scope = Scope(engine, known, lambda finding: True)
+    found, scope = readable
     fixed = todo = 0
     for source in found:
         try:

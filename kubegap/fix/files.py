@@ -14,11 +14,14 @@ import codecs
 import difflib
 import os
 import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kubegap import manifests
+from kubegap import lint, manifests
 from kubegap.errors import KubegapError
+from kubegap.evaluate import Engine
+from kubegap.findings import Finding
 from kubegap.fix.session import Outcome, Scope, fix_text
 
 
@@ -87,31 +90,46 @@ def _decode(data: bytes) -> tuple[str, str]:
     return bom, text
 
 
-def fix_source(source: Source, scope: Scope) -> Fixed:
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """A file split into the texts of its documents, as `manifests.Reader` reads them."""
+
+    bom: str
+    original: str  # without the byte-order mark, line ends as in the file
+    plain: str  # line ends as LF, which is what documents' texts use
+    pieces: list[tuple[int, manifests.Document]]  # (offset in `plain`, first document of that text)
+
+
+def layout(source: Source) -> Layout:
     bom, original = _decode(source.data)
     documents = list(manifests.Reader().read_bytes(source.data, source.name))
     broken = next((d for d in documents if d.error is not None), None)
     if broken is not None:
         assert broken.error is not None
-        raise Refused(
-            f"kubegap cannot read document {broken.index + 1} ({broken.error.message}); file left as it is"
-        )
+        message = broken.error.message
+        raise Refused(f"kubegap cannot read document {broken.index + 1} ({message}); file left as it is")
     plain = original.replace("\r\n", "\n")
     starts = [0] + [i + 1 for i, c in enumerate(plain) if c == "\n"]
     pieces: dict[int, manifests.Document] = {}
     for doc in documents:  # the items of a List share one text: fixed together
         pieces.setdefault(starts[doc.line - 1], doc)
-    out, pos, outcomes = [], 0, []
-    for offset, doc in sorted(pieces.items()):
+    for offset, doc in pieces.items():
         if plain[offset : offset + len(doc.text)] != doc.text:
             raise Refused("the document's text could not be found again in the file")
+    return Layout(bom, original, plain, sorted(pieces.items(), key=lambda p: p[0]))
+
+
+def fix_source(source: Source, scope: Scope) -> Fixed:
+    parts = layout(source)
+    out, pos, outcomes = [], 0, []
+    for offset, doc in parts.pieces:
         fixed, done = fix_text(doc.text, scope, doc.file, doc.line)
-        out += [plain[pos:offset], fixed]
+        out += [parts.plain[pos:offset], fixed]
         pos = offset + len(doc.text)
         outcomes += done
-    new_plain = "".join(out) + plain[pos:]
-    text = bom + _restore_line_ends(original, new_plain)
-    return Fixed(source, bom + original, text, outcomes)
+    new_plain = "".join(out) + parts.plain[pos:]
+    text = parts.bom + _restore_line_ends(parts.original, new_plain)
+    return Fixed(source, parts.bom + parts.original, text, outcomes)
 
 
 def _restore_line_ends(original: str, fixed: str) -> str:
@@ -165,3 +183,22 @@ def write(fixed: Fixed) -> None:
 def fix_bytes(data: bytes, name: str, scope: Scope) -> Fixed:
     """One file's content fixed in memory (nothing is written): for tests, reports and other tools."""
     return fix_source(Source(name, None, None, data), scope)
+
+
+def scope_for(found: Sequence[Source], engine: Engine, selected: Callable[[Finding], bool]) -> Scope:
+    """What a run fixes with: the engine, the ConfigMaps of all its files (as lint reads them), the rules."""
+    documents = (d for s in found for d in manifests.Reader().read_bytes(s.data, s.name))
+    return Scope(engine, lint.configmaps_of(documents), selected)
+
+
+def readable_sources(
+    findings: Sequence[Finding], paths: Sequence[str], engine: Engine
+) -> tuple[list[Source], Scope] | None:
+    """The files named by `findings` among `paths`, read again, and the scope to fix them in; None when
+    a path cannot be read any more. Stdin cannot be read twice: it is left out."""
+    named = {f.file for f in findings}
+    try:
+        found = sources([p for p in paths if p != manifests.STDIN], None)
+    except (Refused, KubegapError):
+        return None
+    return [s for s in found if s.name in named], scope_for(found, engine, lambda finding: True)

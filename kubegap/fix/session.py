@@ -7,6 +7,7 @@ that leaves its finding (or makes another appear) is dropped and the finding rep
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -67,7 +68,11 @@ def _params(engine: Engine, policy: str) -> Mapping[str, Any]:
 def _check(patch: Patch, key: Key, before: set[Key], after: set[Key]) -> None:
     """Raises Unsafe unless the patch settled its finding and brought no other finding."""
     finding_key = key[1]
+    # A finding that only moved (removing env[0] makes env[1] env[0]) is not new: compare without paths.
+    moved = {(prefix, (*k[:7], *k[8:])) for prefix, k in before}
     for prefix, new in after - before:
+        if (prefix, (*new[:7], *new[8:])) in moved:
+            continue
         same_rule = new[:5] == finding_key[:5]  # the next offender of the same rule in the same object
         todo = (
             patch.todo is not None
@@ -80,13 +85,31 @@ def _check(patch: Patch, key: Key, before: set[Key], after: set[Key]) -> None:
         raise Unsafe("the edit did not settle the finding")
 
 
+Current = list[tuple[manifests.Document, Finding]]
+
+
+def _attempt(
+    text: str, scope: Scope, name: str, line: int, current: Current, found: tuple[manifests.Document, Finding]
+) -> tuple[Patch, str, Current]:
+    """The patch for one finding of `text`, the text it gives and that text's findings; Unsafe when it
+    has no safe fix or the engine does not confirm it."""
+    doc, finding = found
+    assert doc.obj is not None
+    params = _params(scope.engine, finding.policy)
+    target = Target(finding, doc.obj, doc.prefix, Tree(text), params, scope.engine.catalogue)
+    patch = fixers.plan(target)
+    changed = edits.apply(text, patch.edits)
+    after = _evaluate(changed, scope, name, line)
+    _check(patch, _key(doc, finding), {_key(d, f) for d, f in current}, {_key(d, f) for d, f in after})
+    return patch, changed, after
+
+
 def fix_text(text: str, scope: Scope, name: str, line: int) -> tuple[str, list[Outcome]]:
     """The document's text with every safe fix applied, and what was done for each finding."""
     outcomes: dict[Key, Outcome] = {}
     ours: set[Key] = set()  # invalid-declaration findings of the TODO values this run wrote
     current = _evaluate(text, scope, name, line)
     for _ in range(MAX_PATCHES):
-        before = {_key(d, f) for d, f in current}
         todo = [
             (d, f)
             for d, f in current
@@ -94,26 +117,26 @@ def fix_text(text: str, scope: Scope, name: str, line: int) -> tuple[str, list[O
         ]
         if not todo:
             break
-        doc, finding = todo[0]
-        key = _key(doc, finding)
+        key = _key(*todo[0])
         try:
-            assert doc.obj is not None
-            target = Target(
-                finding,
-                doc.obj,
-                doc.prefix,
-                Tree(text),
-                _params(scope.engine, finding.policy),
-                scope.engine.catalogue,
-            )
-            patch = fixers.plan(target)
-            changed = edits.apply(text, patch.edits)
-            after = _evaluate(changed, scope, name, line)
-            _check(patch, key, before, {_key(d, f) for d, f in after})
+            patch, changed, after = _attempt(text, scope, name, line, current, todo[0])
         except Unsafe as reason:
-            outcomes[key] = Outcome(finding, False, False, str(reason))
+            outcomes[key] = Outcome(todo[0][1], False, False, str(reason))
             continue
-        outcomes[key] = Outcome(finding, True, patch.todo is not None, patch.summary)
+        outcomes[key] = Outcome(todo[0][1], True, patch.todo is not None, patch.summary)
+        before = {_key(d, f) for d, f in current}
         ours |= {_key(d, f) for d, f in after if f.rule == INVALID_DECLARATION} - before
         text, current = changed, after
     return text, list(outcomes.values())
+
+
+def patches(text: str, scope: Scope, name: str, line: int) -> list[tuple[Finding, Patch]]:
+    """Each finding's own patch against `text` as it is (not one after the other), for tools that offer
+    fixes one finding at a time (SARIF `fixes`)."""
+    current = _evaluate(text, scope, name, line)
+    out: list[tuple[Finding, Patch]] = []
+    for found in current:
+        if scope.selected(found[1]):
+            with contextlib.suppress(Unsafe):
+                out.append((found[1], _attempt(text, scope, name, line, current, found)[0]))
+    return out
