@@ -113,12 +113,40 @@ def block(value: Any, indent: int, style: Style) -> list[str]:
     return lines
 
 
-def flow(value: Any) -> str:
+def flow(value: Any, quoted: bool = False) -> str:
+    """A value in flow style; `quoted` writes every string in double quotes, as JSON does."""
     if isinstance(value, Mapping):
-        return "{" + ", ".join(f"{k}: {flow(v)}" for k, v in value.items()) + "}"
+        key = json.dumps if quoted else str
+        return "{" + ", ".join(f"{key(k)}: {flow(v, quoted)}" for k, v in value.items()) + "}"
     if isinstance(value, list):
-        return "[" + ", ".join(flow(v) for v in value) + "]"
-    return scalar(value)
+        return "[" + ", ".join(flow(v, quoted) for v in value) + "]"
+    return json.dumps(value) if quoted and isinstance(value, str) else scalar(value)
+
+
+def _without_comments(value: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: _without_comments(v) if isinstance(v, dict) else v
+        for k, v in value.items()
+        if not k.startswith("#")
+    }
+
+
+def _separator(tree: Tree, last: Node) -> str:
+    """What goes before a new flow item: `, ` on one line, or a new line at the last item's column when
+    the collection puts its items on lines of their own (JSON as most tools write it)."""
+    if tree.starts_line(tree.start(last)):
+        return ",\n" + " " * tree.column(last)
+    return ", "
+
+
+def _quoted(node: Node) -> bool:
+    """Whether a flow collection writes its strings in double quotes (a JSON manifest does)."""
+    first = node.value[0] if isinstance(node, MappingNode | SequenceNode) and node.value else None
+    if isinstance(first, tuple):
+        first = first[0]
+    if isinstance(first, MappingNode):
+        return _quoted(first)
+    return isinstance(first, ScalarNode) and first.style == '"'
 
 
 # --- the edits --------------------------------------------------------------------------------------
@@ -143,10 +171,11 @@ def insert_key(tree: Tree, mapping: FieldPath, key: str, value: Any, comment: st
     if not isinstance(node, MappingNode):
         raise Unsafe("the place to add to is not a mapping")
     if node.flow_style:
-        if missing or isinstance(value, Mapping | list) or not node.value:
-            raise Unsafe("adding a nested value to a flow-style mapping")
+        if not node.value or (comment and not _quoted(node)):
+            raise Unsafe("a comment cannot go inside a flow-style mapping")
+        entries = _without_comments(entries)  # JSON has no comments
         end = tree.content_end(node.value[-1][1])
-        return Edit(end, end, f", {key}: {scalar(value)}")
+        return Edit(end, end, _separator(tree, node.value[-1][0]) + flow(entries, _quoted(node))[1:-1])
     if not node.value:
         raise Unsafe("the mapping to add to is empty")
     indent = tree.column(node.value[0][0])
@@ -165,7 +194,8 @@ def append_items(tree: Tree, sequence: FieldPath, items: list[Any]) -> Edit:
         raise Unsafe("the place to add to is not a non-empty sequence")
     if node.flow_style:
         end = tree.content_end(node.value[-1])
-        return Edit(end, end, "".join(f", {flow(item)}" for item in items))
+        separator = _separator(tree, node.value[-1])
+        return Edit(end, end, "".join(separator + flow(item, _quoted(node)) for item in items))
     indent = dash_column(tree, node.value[0])
     return _lines_after(tree, node, block(items, indent, style_of(tree)))
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import codecs
 import difflib
+import json
 from importlib.resources import files
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kubegap.policy import INVALID_DECLARATION
 from tests.fix.support import engine, failing, fix, identity
@@ -88,3 +90,18 @@ def test_a_list_document_is_fixed_item_by_item() -> None:
     )
     fixed = fix(text, engine("restart-budget"))
     assert fixed.text == text.replace("backoffLimit: 0", "backoffLimit: 3")
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=lambda p: f"{p.parent.parent.name}/{p.name}")
+def test_json_manifests_stay_json(path: Path) -> None:
+    """A JSON manifest (one object per file, as `kubectl get -o json` writes it) gets JSON edits only."""
+    documents = [d for d in yaml.safe_load_all(path.read_text("utf-8")) if d]
+    the_engine = engine(*ALL)
+    for data in documents:
+        text = json.dumps(data, indent=2) + "\n"
+        fixed = fix(text, the_engine, name="object.json")
+        assert json.loads(fixed.text) is not None  # still JSON
+        assert fix(fixed.text, the_engine).text == fixed.text
+        before = {identity(f) for f in failing(text, the_engine)}
+        for finding in failing(fixed.text, the_engine):
+            assert identity(finding) in before or finding.rule == INVALID_DECLARATION
