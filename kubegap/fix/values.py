@@ -1,0 +1,69 @@
+"""Writing a value where the finding points: a flag or override on the command line, an env entry, an
+annotation, or a TODO annotation for a person to fill in."""
+
+from __future__ import annotations
+
+import math
+
+from kubegap import durations, raw, readings
+from kubegap.fix import edits, scripts
+from kubegap.fix.nodes import Unsafe
+from kubegap.fix.target import FieldPath, Patch, Target, declared_anywhere, in_unit, knob_at
+from kubegap.workloads import Container
+
+COLLECTIVE_TIMEOUT = "kubegap.dev/collective-timeout"
+STEP_TIME = "kubegap.dev/step-time"
+TODO = "TODO"
+
+
+def write_value(target: Target, container: Container, name: str, element: FieldPath, value: str) -> Patch:
+    """Set the value of `name` (a flag or override) written in the command-line element `element`."""
+    relative = element[len(container.path) :]
+    written = raw.dig(container.spec, relative)
+    where = target.at(element)
+    if written == name and isinstance(relative[-1], int):  # `--flag`, `"value"`: two list items
+        following = (*relative[:-1], relative[-1] + 1)
+        if raw.dig(container.spec, following) is None and relative[0] == "command":
+            following = ("args", 0)
+        edit = edits.set_scalar(target.tree, target.at((*container.path, *following)), value)
+    elif isinstance(written, str) and written.startswith(name + "="):
+        edit = edits.set_scalar(target.tree, where, f"{name}={value}")
+    else:
+        edit = scripts.replace_value(target.tree, where, name, value)
+    return Patch((edit,), f"set {name} to {value}")
+
+
+def annotation_todo(target: Target, path: FieldPath, name: str, why: str) -> Patch:
+    if declared_anywhere(target, name):
+        raise Unsafe(f"{name} is declared but cannot be read: correct its value")
+    edit = edits.insert_key(target.tree, target.at(path), name, TODO, comment=f"kubegap fix: {why}")
+    return Patch((edit,), f"added {name}: {TODO} for you to fill in ({why})", todo=(*path, name))
+
+
+def lower(target: Target, settings: tuple[str, ...], bound: float, annotation: str) -> Patch:
+    path = target.path
+    if path[-1] == annotation:
+        edit = edits.set_scalar(target.tree, target.at(path), durations.format_seconds(bound))
+        return Patch((edit,), f"set {annotation} to {durations.format_seconds(bound)}")
+    template, container = target.container()
+    if len(path) == len(container.path) + 2 and path[len(container.path)] == "env":
+        knob = next((k for k in target.catalogue.knobs if k.setting in settings and k.env), None)
+        name = raw.dig(container.spec, (*path[len(container.path) :], "name"))
+        if knob is None or name not in knob.env:
+            raise Unsafe("the variable is not a knob kubegap knows")
+        value = in_unit(bound, knob.unit)
+        edit = edits.set_scalar(target.tree, target.at((*path, "value")), value)
+        return Patch((edit,), f"set {name} to {value}")
+    use = knob_at(target, container, settings)
+    if use.knob.unit == "steps":
+        found = readings.declaration(
+            STEP_TIME, template.metadata, template.path, raw.mapping(target.obj.get("metadata"))
+        )
+        if found is None:
+            raise Unsafe("the step time is not declared")
+        step = readings.convert(target.catalogue.by_setting("stepTime")[0], found.text)
+        steps = math.floor(bound / step)
+        if steps < 1:
+            raise Unsafe(f"one step ({found.text}) takes longer than {durations.format_seconds(bound)}")
+        return write_value(target, container, use.name, use.element, str(steps))
+    return write_value(target, container, use.name, use.element, in_unit(bound, use.knob.unit))
