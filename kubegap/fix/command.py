@@ -96,6 +96,9 @@ def run(args: argparse.Namespace) -> int:
         except Refused as err:
             print(printable(f"kubegap: {source.name}: {err}"), file=sys.stderr)
             problems += 1
+            if source.path is None and args.write:  # a stream loses nothing: it passes through as it came
+                sys.stdout.flush()
+                sys.stdout.buffer.write(source.data)
             continue
         for line in _report(fixed.outcomes):
             print(line, file=sys.stderr)

@@ -74,6 +74,10 @@ class Tree:
                 return max(self.content_end(key), self.content_end(value))
             return self.content_end(last)
         end = self.end(node)
+        if isinstance(node, ScalarNode) and node.style in ("|", ">"):
+            header = self.text[self.start(node) : self.next_line(self.start(node))]
+            if "+" in header.partition("#")[0]:
+                raise Unsafe("a block scalar that keeps its trailing blank lines (`|+`) ends the place")
         while end > self.start(node) and self.text[end - 1] in " \t\n":
             end -= 1  # a block scalar's end mark is past its last line break (and any kept blank lines)
         return max(end, self.start(node))

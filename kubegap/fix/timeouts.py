@@ -25,6 +25,12 @@ def _preferred(flags: frozenset[str], cmd: argv.CommandLine) -> str:
     return sorted(flags, key=lambda f: (("_" in f) != underscores, f))[0]
 
 
+# Units kubegap writes as a plain number. A duration-typed knob (Lightning's
+# `--trainer.strategy.init_args.timeout`) takes a format and a strategy class kubegap cannot check, so it is
+# declared with a TODO instead.
+_NUMERIC_UNITS = ("min", "s")
+
+
 def timeout_declared(target: Target) -> Patch:
     if target.finding.unresolved:
         raise Unsafe("a value kubegap cannot see may set it: " + "; ".join(target.finding.unresolved))
@@ -38,7 +44,7 @@ def timeout_declared(target: Target) -> Patch:
         for k in target.catalogue.by_setting("collectiveTimeout")
         if framework and k.framework == framework.name
     ]
-    for knob in knobs:
+    for knob in (k for k in knobs if k.unit in _NUMERIC_UNITS):
         if knob.flags and framework is not None:
             flag, value = _preferred(knob.flags, cmd), in_unit(seconds, knob.unit)
             token = _recognised(cmd, framework.tokens, framework.flags)
@@ -49,7 +55,7 @@ def timeout_declared(target: Target) -> Patch:
             item = {"name": name, "value": value}
             edit = edits.append_items(target.tree, target.at((*container.path, "env")), [item])
             return Patch((edit,), f"added env {name}={value} ({framework.name if framework else ''})")
-    why = "the collective timeout your code sets (at most " + durations.format_seconds(bound) + ")"
+    why = f"the collective timeout your code sets, at most {durations.format_seconds(bound)}"
     return annotation_todo(target, annotations_of(template), COLLECTIVE_TIMEOUT, why)
 
 
@@ -82,7 +88,7 @@ def interval_declared(target: Target) -> Patch:
         raise Unsafe("no checkpoint knob is set: how often this trainer can save is for you to choose")
     bound = durations.format_seconds(target.params["maxCheckpointInterval"])
     why = (
-        f"the measured time of one training step (steps between checkpoints times it must be {bound} or less)"
+        f"the measured time of one training step; steps between checkpoints times it must be {bound} or less"
     )
     return annotation_todo(target, ("metadata", "annotations"), STEP_TIME, why)
 

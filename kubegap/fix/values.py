@@ -37,7 +37,7 @@ def annotation_todo(target: Target, path: FieldPath, name: str, why: str) -> Pat
     if declared_anywhere(target, name):
         raise Unsafe(f"{name} is declared but cannot be read: correct its value")
     edit = edits.insert_key(target.tree, target.at(path), name, TODO, comment=f"kubegap fix: {why}")
-    return Patch((edit,), f"added {name}: {TODO} for you to fill in ({why})", todo=(*path, name))
+    return Patch((edit,), f"added {name}: {TODO} for you to fill in with {why}", todo=(*path, name))
 
 
 def lower(target: Target, settings: tuple[str, ...], bound: float, annotation: str) -> Patch:

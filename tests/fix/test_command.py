@@ -145,3 +145,14 @@ def test_the_readme_diff_is_what_kubegap_fix_prints(
     monkeypatch.chdir(tmp_path)
     assert cli.main(["fix", "llama3-8b-sft.yaml"]) == 1
     assert capsys.readouterr().out == shown
+
+
+def test_an_unreadable_stream_passes_through_unchanged(
+    monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    broken = b"apiVersion: v1\nkind: Pod\nmetadata: {name: x\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(broken)))
+    assert cli.main(["fix", "--write", "-"]) == 2
+    out, err = capsysbinary.readouterr()
+    assert out == broken
+    assert b"cannot read document 1" in err

@@ -182,3 +182,37 @@ def test_rules_without_a_safe_fix_say_so(rule: str) -> None:
     from kubegap.fix import fixers
 
     assert rule in {r for _, r in fixers.FIXERS} | set(fixers._BY_RULE)
+
+
+def test_lightning_timeout_is_declared_with_a_todo_not_guessed_on_the_command_line() -> None:
+    text = DEEPSPEED.replace(
+        'command: [deepspeed, --num_gpus, "8", train.py, --deepspeed, ds.json]',
+        "command: [python, main.py, fit, --trainer.devices=8, --trainer.num_nodes=2]",
+    )
+    fixed = fix(text, engine("nccl-timeout"))
+    (outcome,) = fixed.outcomes
+    assert outcome.todo and "kubegap.dev/collective-timeout: TODO" in outcome.note
+    assert _changed_lines(text, fixed.text) == (
+        [],
+        [
+            "        metadata:",
+            "          annotations:",
+            "            # kubegap fix: the collective timeout your code sets, at most 30m",
+            "            kubegap.dev/collective-timeout: TODO",
+        ],
+    )
+    left = {f.rule for f in failing(fixed.text, engine("nccl-timeout"))}
+    assert left == {"invalid-declaration", "timeout-declared"}  # lint fails until the TODO is filled in
+
+
+def test_nothing_is_inserted_after_a_block_scalar_that_keeps_trailing_lines() -> None:
+    text = DEEPSPEED.replace(
+        '              command: [deepspeed, --num_gpus, "8", train.py, --deepspeed, ds.json]\n'
+        "              resources: {limits: {nvidia.com/gpu: 8}}\n",
+        "              resources: {limits: {nvidia.com/gpu: 8}}\n"
+        "              command:\n                - bash\n                - -c\n"
+        "                - |+\n                  deepspeed train.py --deepspeed ds.json\n\n",
+    )
+    fixed = fix(text, engine("health-probes"))
+    assert not fixed.changed
+    assert "`|+`" in fixed.outcomes[0].note
