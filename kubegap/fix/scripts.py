@@ -59,24 +59,51 @@ def _statement_end(text: str, pos: int, end: int, joined: bool) -> int:
     return pos
 
 
+def _shell_words_at(text: str, start: int, end: int, joined: bool) -> list[bool]:
+    """For each position of text[start:end], whether the shell reads it as code: outside quotes and
+    comments (so a launcher's name inside `echo "…"` or after `#` is not taken for the launcher)."""
+    code: list[bool] = []
+    quote, comment = "", False
+    for pos in range(start, end):
+        char = text[pos]
+        if comment:
+            comment = char != "\n" or joined
+        elif quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (pos == start or text[pos - 1] in " \t\n"):
+            comment = True
+        code.append(not quote and not comment)
+    return code
+
+
+def _code_matches(
+    pattern: re.Pattern[str], text: str, start: int, end: int, joined: bool
+) -> list[re.Match[str]]:
+    code = _shell_words_at(text, start, end, joined)
+    return [m for m in pattern.finditer(text, start, end) if m.end() <= end and code[m.start() - start]]
+
+
 def append_to_statement(tree: Tree, path: FieldPath, word: str, addition: str) -> Edit:
-    """Add ` addition` at the end of the statement in which `word` (the launcher or trainer) appears."""
+    """Add ` addition` at the end of the statement in which `word` (the launcher or trainer) appears;
+    Unsafe unless the script runs it exactly once."""
     start, end, joined = _span(tree, path)
     pattern = re.compile(_BOUNDARY_BEFORE + r"(?:\S*/)?" + re.escape(word) + r"(?=[\s;&|)\"']|\Z)")
-    match = pattern.search(tree.text, start, end)
-    if match is None:
-        raise Unsafe(f"{word} is not written plainly in the script")
-    at = _statement_end(tree.text, match.end(), end, joined)
+    matches = _code_matches(pattern, tree.text, start, end, joined)
+    if len(matches) != 1:
+        raise Unsafe(f"{word} appears {len(matches)} times in the script, not once")
+    at = _statement_end(tree.text, matches[0].end(), end, joined)
     return Edit(at, at, " " + addition)
 
 
 def replace_value(tree: Tree, path: FieldPath, flag: str, value: str) -> Edit:
     """Replace the value of the last `flag value` / `flag=value` / `key=value` written in the element."""
-    start, end, _ = _span(tree, path)
+    start, end, joined = _span(tree, path)
     pattern = re.compile(
         _BOUNDARY_BEFORE + re.escape(flag) + r"(?:=|[ \t]+|[ \t]*\\\n[ \t]*)(" + _VALUE + r")"
     )
-    matches = [m for m in pattern.finditer(tree.text, start, end) if m.end() <= end]
+    matches = _code_matches(pattern, tree.text, start, end, joined)
     if not matches:
         raise Unsafe(f"{flag} is not written plainly in the script")
     found = matches[-1]
@@ -97,7 +124,9 @@ def remove_assignment(tree: Tree, path: FieldPath, name: str, how: str) -> Edit:
         pattern = r"[ \t]+-x[ \t]+" + assignment + r"(?=[\s;&|)\"']|\Z)"
     else:
         raise Unsafe(f"a variable set by {how}")
-    found = list(re.finditer(pattern, tree.text[start:end], re.M))
+    script = tree.text[start:end]
+    code = _shell_words_at(script, 0, len(script), joined)
+    found = [m for m in re.finditer(pattern, script, re.M) if code[m.start()]]
     if len(found) != 1:
         raise Unsafe(f"{name} is set {len(found)} times in the script, not once")
     begin, stop = start + found[0].start(), start + found[0].end()

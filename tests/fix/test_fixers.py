@@ -216,3 +216,19 @@ def test_nothing_is_inserted_after_a_block_scalar_that_keeps_trailing_lines() ->
     fixed = fix(text, engine("health-probes"))
     assert not fixed.changed
     assert "`|+`" in fixed.outcomes[0].note
+
+
+def test_the_flag_goes_to_the_launcher_not_to_an_echo_or_a_comment_and_before_a_pipe() -> None:
+    text = (MANIFESTS / "job-megatron-echo-pipe.yaml").read_text()
+    fixed = fix(text, engine("nccl-timeout"))
+    assert _changed_lines(text, fixed.text) == (
+        ["                --tensor-model-parallel-size 8 | tee /log/out.txt"],
+        [
+            "                --tensor-model-parallel-size 8 --distributed-timeout-minutes 10"
+            " | tee /log/out.txt"
+        ],
+    )
+    twice = text.replace('echo "starting pretrain_gpt.py"', "echo starting pretrain_gpt.py")
+    fixed = fix(twice, engine("nccl-timeout"))
+    assert not fixed.changed
+    assert "appears 2 times in the script" in fixed.outcomes[0].note
