@@ -54,14 +54,14 @@ class Target:
         for template in workload.templates if workload else ():
             for container in template.containers:
                 if path[: len(container.path)] == container.path:
-                    if not template.pod_level:
-                        raise Unsafe("the trainer of a TrainJob is written by its runtime")
                     return template, container
         raise Unsafe("the finding is not inside a container")
 
 
-def annotations_of(template: PodTemplate | None) -> FieldPath:
-    return (*(template.path if template else ()), "metadata", "annotations")
+def annotations_of(template: PodTemplate) -> FieldPath:
+    """Where a declaration for the template's pods goes: its own metadata, or the workload's for a
+    TrainJob (whose trainer has no metadata of its own)."""
+    return (*(template.path if template.pod_level else ()), "metadata", "annotations")
 
 
 def declared_anywhere(target: Target, annotation: str) -> bool:

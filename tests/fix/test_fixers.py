@@ -232,3 +232,22 @@ def test_the_flag_goes_to_the_launcher_not_to_an_echo_or_a_comment_and_before_a_
     fixed = fix(twice, engine("nccl-timeout"))
     assert not fixed.changed
     assert "appears 2 times in the script" in fixed.outcomes[0].note
+
+
+def test_a_trainjob_trainer_is_fixed_in_spec_trainer_and_declared_on_the_workload() -> None:
+    text = (MANIFESTS / "trainjobs.yaml").read_text()
+    fixed = fix(text, engine("nccl-timeout"))
+    removed, added = _changed_lines(text, fixed.text)
+    assert removed == [
+        '    command: [torchrun, run_clm.py, --per_device_train_batch_size, "4"]',
+        "    env:",
+        "      - name: NCCL_TIMEOUT",
+        '        value: "600"',
+    ]
+    assert added == [
+        '    command: [torchrun, run_clm.py, --per_device_train_batch_size, "4", --ddp_timeout, "1800"]',
+        "  annotations:",
+        "    # kubegap fix: the collective timeout your code sets, at most 30m",
+        "    kubegap.dev/collective-timeout: TODO",
+    ]
+    assert fixed.text.index("kubegap.dev/collective-timeout") > fixed.text.index("name: tj2")
