@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kubegap import argv, durations, raw, readings
 from kubegap.fix import edits, scripts
 from kubegap.fix.nodes import Unsafe
 from kubegap.fix.target import Patch, Target, annotations_of, in_unit
 from kubegap.fix.values import COLLECTIVE_TIMEOUT, STEP_TIME, annotation_todo, lower
-from kubegap.workloads import Container
+from kubegap.knobs import Framework, Knob
+from kubegap.workloads import Container, workload_of
 
 
 def _recognised(cmd: argv.CommandLine, tokens: frozenset[str], flags: frozenset[str]) -> argv.Token | None:
@@ -31,32 +34,60 @@ def _preferred(flags: frozenset[str], cmd: argv.CommandLine) -> str:
 _NUMERIC_UNITS = ("min", "s")
 
 
+@dataclass(frozen=True, slots=True)
+class _Where:
+    """Where a collective timeout can be written: the container, its command line, framework and knob."""
+
+    container: Container
+    cmd: argv.CommandLine
+    framework: Framework
+    knob: Knob
+
+
+def _where(target: Target, container: Container) -> _Where | None:
+    """The container's own framework knob; else, for a rank started by mpirun, the flag on the launcher's
+    command line (mpirun hands the ranks the flags of the program it starts, RULES.md §1)."""
+    own = argv.tokenize(container.spec)
+    candidates = [(container, own)]
+    workload = workload_of(target.obj)
+    for template in workload.templates if workload else ():
+        candidates += [(c, cmd) for c in template.containers if (cmd := argv.tokenize(c.spec)).launches_mpi]
+    for candidate, cmd in candidates:
+        framework = readings.framework(target.catalogue, cmd)
+        knobs = [
+            k
+            for k in target.catalogue.by_setting("collectiveTimeout")
+            if framework and k.framework == framework.name and k.unit in _NUMERIC_UNITS
+        ]
+        for knob in knobs:
+            if framework and (knob.flags or (knob.env and candidate is container)):
+                return _Where(candidate, cmd, framework, knob)
+    return None
+
+
 def timeout_declared(target: Target) -> Patch:
     if target.finding.unresolved:
         raise Unsafe("a value kubegap cannot see may set it: " + "; ".join(target.finding.unresolved))
     template, container = target.container()
-    cmd = argv.tokenize(container.spec)
-    framework = readings.framework(target.catalogue, cmd)
     bound = target.params["maxCollectiveTimeout"]
-    seconds = min(bound, framework.default_timeout or bound) if framework else bound
-    knobs = [
-        k
-        for k in target.catalogue.by_setting("collectiveTimeout")
-        if framework and k.framework == framework.name
-    ]
-    for knob in (k for k in knobs if k.unit in _NUMERIC_UNITS):
-        if knob.flags and framework is not None:
-            flag, value = _preferred(knob.flags, cmd), in_unit(seconds, knob.unit)
-            token = _recognised(cmd, framework.tokens, framework.flags)
-            assert token is not None  # the framework was recognised by one of them
-            return _add_flag(target, container, token, flag, value)
-        if knob.env:
-            name, value = sorted(knob.env)[0], in_unit(seconds, knob.unit)
-            item = {"name": name, "value": value}
-            edit = edits.append_items(target.tree, target.at((*container.path, "env")), [item])
-            return Patch((edit,), f"added env {name}={value} ({framework.name if framework else ''})")
-    why = f"the collective timeout your code sets, at most {durations.format_seconds(bound)}"
-    return annotation_todo(target, annotations_of(template), COLLECTIVE_TIMEOUT, why)
+    where = _where(target, container)
+    if where is None:
+        why = f"the collective timeout your code sets, at most {durations.format_seconds(bound)}"
+        return annotation_todo(target, annotations_of(template), COLLECTIVE_TIMEOUT, why)
+    framework, knob = where.framework, where.knob
+    value = in_unit(min(bound, framework.default_timeout or bound), knob.unit)
+    if knob.flags:
+        token = _recognised(where.cmd, framework.tokens, framework.flags)
+        assert token is not None  # the framework was recognised by one of them
+        patch = _add_flag(target, where.container, token, _preferred(knob.flags, where.cmd), value)
+        if where.container is container:
+            return patch
+        via = f" of container {where.container.name}, whose mpirun passes it to the ranks"
+        return Patch(patch.edits, patch.summary + via)
+    name = sorted(knob.env)[0]
+    item = {"name": name, "value": value}
+    edit = edits.append_items(target.tree, target.at((*container.path, "env")), [item])
+    return Patch((edit,), f"added env {name}={value} ({framework.name})")
 
 
 def _add_flag(target: Target, container: Container, token: argv.Token, flag: str, value: str) -> Patch:

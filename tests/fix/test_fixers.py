@@ -251,3 +251,16 @@ def test_a_trainjob_trainer_is_fixed_in_spec_trainer_and_declared_on_the_workloa
         "    kubegap.dev/collective-timeout: TODO",
     ]
     assert fixed.text.index("kubegap.dev/collective-timeout") > fixed.text.index("name: tj2")
+
+
+def test_a_rank_started_by_mpirun_gets_its_timeout_on_the_launchers_command_line() -> None:
+    text = (MANIFESTS / "mpijob-megatron-launcher.yaml").read_text()
+    fixed = fix(text, engine("nccl-timeout"))
+    assert _changed_lines(text, fixed.text) == (
+        [],
+        ["                - --distributed-timeout-minutes", '                - "10"'],
+    )
+    (outcome,) = fixed.outcomes
+    assert outcome.finding.container == "worker"
+    assert outcome.note.endswith("of container launcher, whose mpirun passes it to the ranks")
+    assert not failing(fixed.text, engine("nccl-timeout"))
