@@ -65,15 +65,20 @@ def _params(engine: Engine, policy: str) -> Mapping[str, Any]:
     return next((c.params for c in engine.compiled if c.policy.id == policy), {})
 
 
+def _pathless(key: Key) -> Key:
+    """A finding's identity without its field path: removing env[0] turns env[1] into env[0], and a
+    finding that only moved is neither new nor settled."""
+    prefix, identity = key
+    return prefix, (*identity[:7], *identity[8:])
+
+
 def _check(patch: Patch, key: Key, before: set[Key], after: set[Key]) -> None:
     """Raises Unsafe unless the patch settled its finding and brought no other finding."""
-    finding_key = key[1]
-    # A finding that only moved (removing env[0] makes env[1] env[0]) is not new: compare without paths.
-    moved = {(prefix, (*k[:7], *k[8:])) for prefix, k in before}
+    moved = {_pathless(k) for k in before}
     for prefix, new in after - before:
-        if (prefix, (*new[:7], *new[8:])) in moved:
+        if _pathless((prefix, new)) in moved:
             continue
-        same_rule = new[:5] == finding_key[:5]  # the next offender of the same rule in the same object
+        same_rule = new[:5] == key[1][:5]  # the next offender of the same rule in the same object
         todo = (
             patch.todo is not None
             and new[1] == INVALID_DECLARATION
@@ -81,7 +86,7 @@ def _check(patch: Patch, key: Key, before: set[Key], after: set[Key]) -> None:
         )
         if not (same_rule or todo) or prefix != key[0]:
             raise Unsafe(f"the edit would bring a new finding ({new[0]}/{new[1]} at {new[7]})")
-    if patch.todo is None and key in after:
+    if patch.todo is None and _pathless(key) in {_pathless(k) for k in after}:
         raise Unsafe("the edit did not settle the finding")
 
 
