@@ -1,7 +1,7 @@
 """Benchmark: `kubegap fix` on realistic training manifests, and what `kubegap lint`'s text format pays for
 saying how many findings `kubegap fix` can fix (json, which does not, is the baseline).
 
-    python benchmarks/bench_fix.py [--count 300] [--repeat 3]
+    python benchmarks/bench_fix.py [--count 300] [--repeat 3] [--jobs 1]
 
 Prints figures and ratios; asserts nothing (the machines are shared and noisy).
 """
@@ -34,15 +34,16 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--count", type=int, default=300)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=1)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         corpus.write(Path(tmp), args.count)
         kubegap = [sys.executable, "-m", "kubegap"]
-        lint = [*kubegap, "lint", "--jobs", "1", tmp]
+        lint = [*kubegap, "lint", "--jobs", str(args.jobs), tmp]
         json_time = best(args.repeat, [*lint, "--format", "json"])
         text_time = best(args.repeat, [*lint, "--format", "text"])
         fix_time = best(args.repeat, [*kubegap, "fix", tmp])
-    print(f"{args.count} manifests")
+    print(f"{args.count} manifests, lint --jobs {args.jobs}")
     print(f"lint --format json        {json_time:7.2f} s")
     print(f"lint --format text        {text_time:7.2f} s  ({text_time / json_time:.2f}x json: the fix count)")
     print(f"fix (diff)                {fix_time:7.2f} s  ({1000 * fix_time / args.count:.1f} ms per file)")

@@ -109,14 +109,15 @@ def _lint(args: argparse.Namespace) -> int:
     formats = {args.format, *(fmt for fmt, _ in outputs)}
     stdin = sys.stdin.buffer if "-" in paths else None
     # SARIF counts passes and JUnit lists them as test cases; the other formats need only the findings.
-    report = lint(paths, engine, stdin, jobs_from(args.jobs), keep_passes=bool(formats & {"sarif", "junit"}))
+    jobs = jobs_from(args.jobs)
+    report = lint(paths, engine, stdin, jobs, keep_passes=bool(formats & {"sarif", "junit"}))
     for fmt, path in outputs:
         try:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_text(_lint_output(fmt, report, engine, paths), "utf-8")
+            Path(path).write_text(_lint_output(fmt, report, engine, paths, jobs), "utf-8")
         except OSError as err:
             raise UsageError(f"--output {fmt}={path}: {err.strerror or err}") from None
-    sys.stdout.write(_lint_output(args.format, report, engine, paths))
+    sys.stdout.write(_lint_output(args.format, report, engine, paths, jobs))
     return exit_code(report, settings.fail_on)
 
 
@@ -132,7 +133,9 @@ def _outputs(specs: Sequence[str]) -> list[tuple[str, str]]:
     return outputs
 
 
-def _lint_output(fmt: str, report: LintReport, engine: Engine, paths: Sequence[str] = ()) -> str:
+def _lint_output(
+    fmt: str, report: LintReport, engine: Engine, paths: Sequence[str] = (), jobs: int = 1
+) -> str:
     from kubegap.reports import json as json_report
     from kubegap.reports import junit, sarif
     from kubegap.reports import text as text_report
@@ -153,9 +156,9 @@ def _lint_output(fmt: str, report: LintReport, engine: Engine, paths: Sequence[s
         return json_report.render(report.findings, report.summary)
     fixable = None
     if report.findings:
-        from kubegap.fix.command import fixable_line
+        from kubegap.fix.count import fixable_line
 
-        fixable = fixable_line(report.findings, paths, engine)
+        fixable = fixable_line(report.findings, paths, engine, jobs)
     return text_report.render(report.findings, report.summary, fixable)
 
 

@@ -13,13 +13,12 @@ from collections.abc import Callable, Sequence
 
 from kubegap import manifests
 from kubegap.errors import UsageError
-from kubegap.evaluate import Engine, build_engine
+from kubegap.evaluate import build_engine
 from kubegap.findings import Finding
 from kubegap.fix.files import (
     Fixed,
     Refused,
     fix_source,
-    readable_sources,
     scope_for,
     sources,
     write,
@@ -133,24 +132,3 @@ def _emit(fixed: Fixed, write_files: bool) -> int:
         print(printable(f"kubegap: {fixed.source.name}: {err}"), file=sys.stderr)
         return 1
     return 0
-
-
-def fixable_line(findings: Sequence[Finding], paths: Sequence[str], engine: Engine) -> str | None:
-    """For `kubegap lint`: how many of the findings `kubegap fix` settles (stdin cannot be read again, and
-    a file kubegap fix would refuse counts nothing)."""
-    readable = readable_sources(findings, paths, engine)
-    if readable is None:
-        return None
-    found, scope = readable
-    fixed = todo = 0
-    for source in found:
-        try:
-            outcomes = fix_source(source, scope).outcomes
-        except Refused:
-            continue
-        fixed += sum(o.fixed and not o.todo for o in outcomes)
-        todo += sum(o.todo for o in outcomes)
-    if not fixed and not todo:
-        return None
-    extra = f", {todo} more get a TODO value to fill in" if todo else ""
-    return f"kubegap fix can fix {fixed} of these finding(s){extra}: run `kubegap fix PATH…` to see the diff"

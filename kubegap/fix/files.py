@@ -22,7 +22,7 @@ from kubegap import lint, manifests
 from kubegap.errors import KubegapError
 from kubegap.evaluate import Engine
 from kubegap.findings import Finding
-from kubegap.fix.session import Outcome, Scope, fix_text
+from kubegap.fix.session import Outcome, Scope, count_fixable, fix_text
 
 
 class Refused(KubegapError):
@@ -130,6 +130,12 @@ def fix_source(source: Source, scope: Scope) -> Fixed:
     new_plain = "".join(out) + parts.plain[pos:]
     text = parts.bom + _restore_line_ends(parts.original, new_plain)
     return Fixed(source, parts.bom + parts.original, text, outcomes)
+
+
+def count_source(source: Source, scope: Scope) -> tuple[int, int]:
+    """(fixed, left as TODO) of one file, as `fix_source` would make them (`session.count_fixable`)."""
+    counts = [count_fixable(doc.text, scope, doc.file, doc.line) for _, doc in layout(source).pieces]
+    return sum(c[0] for c in counts), sum(c[1] for c in counts)
 
 
 def _restore_line_ends(original: str, fixed: str) -> str:

@@ -145,3 +145,43 @@ def patches(text: str, scope: Scope, name: str, line: int) -> list[tuple[Finding
             with contextlib.suppress(Unsafe):
                 out.append((found[1], _attempt(text, scope, name, line, current, found)[0]))
     return out
+
+
+def count_fixable(text: str, scope: Scope, name: str, line: int) -> tuple[int, int]:
+    """(fixed, left as TODO) among the document's findings, cheaply: every patch is planned against the
+    text as it is, all are applied together and the engine confirms them at once (two evaluations, not
+    one per patch). When that does not hold, `fix_text` itself counts."""
+    current = _evaluate(text, scope, name, line)
+    tree = Tree(text) if current else None
+    planned: list[tuple[Key, Patch]] = []
+    for doc, finding in current:
+        if tree is None or not scope.selected(finding):
+            continue
+        assert doc.obj is not None
+        params = _params(scope.engine, finding.policy)
+        with contextlib.suppress(Unsafe):
+            target = Target(finding, doc.obj, doc.prefix, tree, params, scope.engine.catalogue)
+            planned.append((_key(doc, finding), fixers.plan(target)))
+    if not planned:
+        return 0, 0
+    todo = sum(patch.todo is not None for _, patch in planned)
+    try:
+        changed = edits.apply(text, [e for _, patch in planned for e in patch.edits])
+        after = {_key(d, f) for d, f in _evaluate(changed, scope, name, line)}
+    except Unsafe:
+        after = None
+    if after is not None and _confirmed(planned, {_key(d, f) for d, f in current}, after):
+        return len(planned) - todo, todo
+    outcomes = fix_text(text, scope, name, line)[1]
+    return sum(o.fixed and not o.todo for o in outcomes), sum(o.todo for o in outcomes)
+
+
+def _confirmed(planned: list[tuple[Key, Patch]], before: set[Key], after: set[Key]) -> bool:
+    """Every planned finding settled (TODOs aside) and nothing new but the TODOs' own declarations."""
+    remaining = {_pathless(k) for k in after}
+    todos = {(key[0], fieldpath.render(p.todo)) for key, p in planned if p.todo is not None}
+    for prefix, new in {_pathless(k) for k in after} - {_pathless(k) for k in before}:
+        found = [k for k in after if _pathless(k) == (prefix, new)]
+        if new[1] != INVALID_DECLARATION or not any((prefix, k[1][7]) in todos for k in found):
+            return False
+    return all(p.todo is not None or _pathless(key) not in remaining for key, p in planned)

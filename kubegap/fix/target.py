@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubegap import argv, durations, fieldpath, raw
+from kubegap import argv, durations, fieldpath, raw, readings
 from kubegap.findings import Finding
 from kubegap.fix.edits import Edit
 from kubegap.fix.nodes import Tree, Unsafe
@@ -64,11 +64,10 @@ def annotations_of(template: PodTemplate) -> FieldPath:
     return (*(template.path if template.pod_level else ()), "metadata", "annotations")
 
 
-def declared_anywhere(target: Target, annotation: str) -> bool:
-    workload = workload_of(target.obj)
-    metadatas = [raw.mapping(target.obj.get("metadata"))]
-    metadatas += [t.metadata for t in workload.templates] if workload else []
-    return any(annotation in raw.mapping(m.get("annotations")) for m in metadatas)
+def declared(target: Target, template: PodTemplate, annotation: str) -> bool:
+    """Whether the template's pods see the annotation: on the template, else on the workload."""
+    workload_metadata = raw.mapping(target.obj.get("metadata"))
+    return readings.declaration(annotation, template.metadata, template.path, workload_metadata) is not None
 
 
 @dataclass(frozen=True, slots=True)

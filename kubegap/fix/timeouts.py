@@ -73,7 +73,7 @@ def timeout_declared(target: Target) -> Patch:
     where = _where(target, container)
     if where is None:
         why = f"the collective timeout your code sets, at most {durations.format_seconds(bound)}"
-        return annotation_todo(target, annotations_of(template), COLLECTIVE_TIMEOUT, why)
+        return annotation_todo(target, template, annotations_of(template), COLLECTIVE_TIMEOUT, why)
     framework, knob = where.framework, where.knob
     value = in_unit(min(bound, framework.default_timeout or bound), knob.unit)
     if knob.flags:
@@ -114,14 +114,14 @@ def interval_bounded(target: Target) -> Patch:
 def interval_declared(target: Target) -> Patch:
     if target.finding.unresolved:
         raise Unsafe("a value kubegap cannot see may set it: " + "; ".join(target.finding.unresolved))
-    _, container = target.container()
+    template, container = target.container()
     if target.path == container.path:
         raise Unsafe("no checkpoint knob is set: how often this trainer can save is for you to choose")
     bound = durations.format_seconds(target.params["maxCheckpointInterval"])
     why = (
         f"the measured time of one training step; steps between checkpoints times it must be {bound} or less"
     )
-    return annotation_todo(target, ("metadata", "annotations"), STEP_TIME, why)
+    return annotation_todo(target, template, ("metadata", "annotations"), STEP_TIME, why)
 
 
 def checkpointing_enabled(target: Target) -> Patch:

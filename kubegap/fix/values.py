@@ -8,8 +8,8 @@ import math
 from kubegap import durations, raw, readings
 from kubegap.fix import edits, scripts
 from kubegap.fix.nodes import Unsafe
-from kubegap.fix.target import FieldPath, Patch, Target, declared_anywhere, in_unit, knob_at
-from kubegap.workloads import Container
+from kubegap.fix.target import FieldPath, Patch, Target, declared, in_unit, knob_at
+from kubegap.workloads import Container, PodTemplate
 
 COLLECTIVE_TIMEOUT = "kubegap.dev/collective-timeout"
 STEP_TIME = "kubegap.dev/step-time"
@@ -33,8 +33,9 @@ def write_value(target: Target, container: Container, name: str, element: FieldP
     return Patch((edit,), f"set {name} to {value}")
 
 
-def annotation_todo(target: Target, path: FieldPath, name: str, why: str) -> Patch:
-    if declared_anywhere(target, name):
+def annotation_todo(target: Target, template: PodTemplate, path: FieldPath, name: str, why: str) -> Patch:
+    """`name: TODO` at `path`, unless the template's pods already see a (wrong) value for it."""
+    if declared(target, template, name):
         raise Unsafe(f"{name} is declared but cannot be read: correct its value")
     edit = edits.insert_key(target.tree, target.at(path), name, TODO, comment=f"kubegap fix: {why}")
     return Patch((edit,), f"added {name}: {TODO} for you to fill in with {why}", todo=(*path, name))

@@ -105,3 +105,18 @@ def test_json_manifests_stay_json(path: Path) -> None:
         before = {identity(f) for f in failing(text, the_engine)}
         for finding in failing(fixed.text, the_engine):
             assert identity(finding) in before or finding.rule == INVALID_DECLARATION
+
+
+COUNTED = [*BUNDLED, *sorted(MANIFESTS.glob("*.yaml"))]
+
+
+@pytest.mark.parametrize("path", COUNTED, ids=lambda p: f"{p.parent.parent.name}/{p.name}")
+def test_lints_quick_count_agrees_with_what_fix_does(path: Path) -> None:
+    from kubegap.fix.files import Source, count_source, fix_source
+    from kubegap.fix.session import Scope
+
+    source = Source(path.name, None, None, path.read_bytes())
+    scope = Scope(engine(*ALL), {}, lambda finding: True)
+    outcomes = fix_source(source, scope).outcomes
+    expected = (sum(o.fixed and not o.todo for o in outcomes), sum(o.todo for o in outcomes))
+    assert count_source(source, scope) == expected
