@@ -97,7 +97,8 @@ class Layout:
     bom: str
     original: str  # without the byte-order mark, line ends as in the file
     plain: str  # line ends as LF, which is what documents' texts use
-    pieces: list[tuple[int, manifests.Document]]  # (offset in `plain`, first document of that text)
+    # (offset in `plain`, the documents of that text: one, or the items of a List)
+    pieces: list[tuple[int, list[manifests.Document]]]
 
 
 def layout(source: Source) -> Layout:
@@ -110,10 +111,10 @@ def layout(source: Source) -> Layout:
         raise Refused(f"kubegap cannot read document {broken.index + 1} ({message}); file left as it is")
     plain = original.replace("\r\n", "\n")
     starts = [0] + [i + 1 for i, c in enumerate(plain) if c == "\n"]
-    pieces: dict[int, manifests.Document] = {}
+    pieces: dict[int, list[manifests.Document]] = {}
     for doc in documents:  # the items of a List share one text: fixed together
-        pieces.setdefault(starts[doc.line - 1], doc)
-    for offset, doc in pieces.items():
+        pieces.setdefault(starts[doc.line - 1], []).append(doc)
+    for offset, (doc, *_) in pieces.items():
         if plain[offset : offset + len(doc.text)] != doc.text:
             raise Refused("the document's text could not be found again in the file")
     return Layout(bom, original, plain, sorted(pieces.items(), key=lambda p: p[0]))
@@ -122,8 +123,9 @@ def layout(source: Source) -> Layout:
 def fix_source(source: Source, scope: Scope) -> Fixed:
     parts = layout(source)
     out, pos, outcomes = [], 0, []
-    for offset, doc in parts.pieces:
-        fixed, done = fix_text(doc.text, scope, doc.file, doc.line)
+    for offset, docs in parts.pieces:
+        doc = docs[0]
+        fixed, done = fix_text(doc.text, scope, doc.file, doc.line, docs)
         out += [parts.plain[pos:offset], fixed]
         pos = offset + len(doc.text)
         outcomes += done
@@ -134,7 +136,7 @@ def fix_source(source: Source, scope: Scope) -> Fixed:
 
 def count_source(source: Source, scope: Scope) -> tuple[int, int]:
     """(fixed, left as TODO) of one file, as `fix_source` would make them (`session.count_fixable`)."""
-    counts = [count_fixable(doc.text, scope, doc.file, doc.line) for _, doc in layout(source).pieces]
+    counts = [count_fixable(d[0].text, scope, d[0].file, d[0].line, d) for _, d in layout(source).pieces]
     return sum(c[0] for c in counts), sum(c[1] for c in counts)
 
 
@@ -193,7 +195,8 @@ def fix_bytes(data: bytes, name: str, scope: Scope) -> Fixed:
 
 def scope_for(found: Sequence[Source], engine: Engine, selected: Callable[[Finding], bool]) -> Scope:
     """What a run fixes with: the engine, the ConfigMaps of all its files (as lint reads them), the rules."""
-    documents = (d for s in found for d in manifests.Reader().read_bytes(s.data, s.name))
+    mention = [s for s in found if b"ConfigMap" in s.data]  # as lint does: only these can hold one
+    documents = (d for s in mention for d in manifests.Reader().read_bytes(s.data, s.name))
     return Scope(engine, lint.configmaps_of(documents), selected)
 
 

@@ -8,7 +8,7 @@ that leaves its finding (or makes another appear) is dropped and the finding rep
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,8 +41,15 @@ class Scope:
     selected: Callable[[Finding], bool]
 
 
-def _evaluate(text: str, scope: Scope, name: str, line: int) -> list[tuple[manifests.Document, Finding]]:
-    documents = list(manifests.Reader().read_bytes(text.encode("utf-8"), name))
+Documents = Sequence[manifests.Document]
+
+
+def _evaluate(
+    text: str, scope: Scope, name: str, line: int, documents: Documents | None = None
+) -> list[tuple[manifests.Document, Finding]]:
+    """The failing findings of the text's documents (read from `text` unless the caller has them)."""
+    if documents is None:
+        documents = list(manifests.Reader().read_bytes(text.encode("utf-8"), name))
     if any(d.error is not None for d in documents):
         raise Unsafe("the document no longer parses")
     out: list[tuple[manifests.Document, Finding]] = []
@@ -109,11 +116,13 @@ def _attempt(
     return patch, changed, after
 
 
-def fix_text(text: str, scope: Scope, name: str, line: int) -> tuple[str, list[Outcome]]:
+def fix_text(
+    text: str, scope: Scope, name: str, line: int, documents: Documents | None = None
+) -> tuple[str, list[Outcome]]:
     """The document's text with every safe fix applied, and what was done for each finding."""
     outcomes: dict[Key, Outcome] = {}
     ours: set[Key] = set()  # invalid-declaration findings of the TODO values this run wrote
-    current = _evaluate(text, scope, name, line)
+    current = _evaluate(text, scope, name, line, documents)
     for _ in range(MAX_PATCHES):
         todo = [
             (d, f)
@@ -135,10 +144,12 @@ def fix_text(text: str, scope: Scope, name: str, line: int) -> tuple[str, list[O
     return text, list(outcomes.values())
 
 
-def patches(text: str, scope: Scope, name: str, line: int) -> list[tuple[Finding, Patch]]:
+def patches(
+    text: str, scope: Scope, name: str, line: int, documents: Documents | None = None
+) -> list[tuple[Finding, Patch]]:
     """Each finding's own patch against `text` as it is (not one after the other), for tools that offer
     fixes one finding at a time (SARIF `fixes`)."""
-    current = _evaluate(text, scope, name, line)
+    current = _evaluate(text, scope, name, line, documents)
     out: list[tuple[Finding, Patch]] = []
     for found in current:
         if scope.selected(found[1]):
@@ -147,11 +158,13 @@ def patches(text: str, scope: Scope, name: str, line: int) -> list[tuple[Finding
     return out
 
 
-def count_fixable(text: str, scope: Scope, name: str, line: int) -> tuple[int, int]:
+def count_fixable(
+    text: str, scope: Scope, name: str, line: int, documents: Documents | None = None
+) -> tuple[int, int]:
     """(fixed, left as TODO) among the document's findings, cheaply: every patch is planned against the
     text as it is, all are applied together and the engine confirms them at once (two evaluations, not
     one per patch). When that does not hold, `fix_text` itself counts."""
-    current = _evaluate(text, scope, name, line)
+    current = _evaluate(text, scope, name, line, documents)
     tree = Tree(text) if current else None
     planned: list[tuple[Key, Patch]] = []
     for doc, finding in current:
@@ -172,7 +185,7 @@ def count_fixable(text: str, scope: Scope, name: str, line: int) -> tuple[int, i
         after = None
     if after is not None and _confirmed(planned, {_key(d, f) for d, f in current}, after):
         return len(planned) - todo, todo
-    outcomes = fix_text(text, scope, name, line)[1]
+    outcomes = fix_text(text, scope, name, line, documents)[1]
     return sum(o.fixed and not o.todo for o in outcomes), sum(o.todo for o in outcomes)
 
 

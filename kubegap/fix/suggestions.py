@@ -55,8 +55,9 @@ def suggestions(
         except Refused:
             continue
         newline = "\r\n" if "\r\n" in parts.original else "\n"
-        for _, doc in parts.pieces:
-            for finding, patch in patches(doc.text, scope, doc.file, doc.line):
+        for _, docs in parts.pieces:
+            doc = docs[0]
+            for finding, patch in patches(doc.text, scope, doc.file, doc.line, docs):
                 match = wanted.get((finding.key(), finding.message, finding.file))
                 if match is not None and patch.todo is None:
                     changes = tuple(_replacement(doc.text, e, doc.line, newline) for e in patch.edits)
