@@ -156,3 +156,17 @@ def test_an_unreadable_stream_passes_through_unchanged(
     out, err = capsysbinary.readouterr()
     assert out == broken
     assert b"cannot read document 1" in err
+
+
+def test_the_fix_count_is_the_same_in_worker_processes(tmp_path: Path) -> None:
+    from kubegap.fix.count import fixable_line
+    from kubegap.lint import PARALLEL_MIN_FILES, lint
+
+    for index in range(PARALLEL_MIN_FILES):
+        (tmp_path / f"job-{index:02d}.yaml").write_bytes(HF.read_bytes())
+    the_engine = engine("nccl-timeout", "health-probes")
+    report = lint([str(tmp_path)], the_engine)
+    serial = fixable_line(report.findings, [str(tmp_path)], the_engine, jobs=1)
+    assert serial is not None
+    assert serial.startswith(f"kubegap fix can fix {2 * PARALLEL_MIN_FILES} of these finding(s): ")
+    assert fixable_line(report.findings, [str(tmp_path)], the_engine, jobs=2) == serial
