@@ -50,6 +50,7 @@ def test_wheel_contains_policies_examples_knobs_and_schemas(wheel: Path) -> None
         "kubegap/schemas/policy.schema.json",
         "kubegap/schemas/knobs.schema.json",
         "kubegap/py.typed",
+        "kubegap/fix/command.py",
     } <= names
 
 
