@@ -264,3 +264,35 @@ def test_a_rank_started_by_mpirun_gets_its_timeout_on_the_launchers_command_line
     assert outcome.finding.container == "worker"
     assert outcome.note.endswith("of container launcher, whose mpirun passes it to the ranks")
     assert not failing(fixed.text, engine("nccl-timeout"))
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (
+            'command: [bash, -c, "export DEEPSPEED_TIMEOUT=120; deepspeed train.py --deepspeed ds.json"]',
+            'command: [bash, -c, "export DEEPSPEED_TIMEOUT=30; deepspeed train.py --deepspeed ds.json"]',
+        ),
+        (
+            'command: [bash, -c, "DEEPSPEED_TIMEOUT=45 deepspeed train.py --deepspeed ds.json"]',
+            'command: [bash, -c, "DEEPSPEED_TIMEOUT=30 deepspeed train.py --deepspeed ds.json"]',
+        ),
+    ],
+    ids=["export", "prefix"],
+)
+def test_a_timeout_variable_set_in_a_script_is_lowered_where_it_is_set(before: str, after: str) -> None:
+    text = DEEPSPEED.replace('command: [deepspeed, --num_gpus, "8", train.py, --deepspeed, ds.json]', before)
+    fixed = fix(text, engine("nccl-timeout"))
+    assert _changed_lines(text, fixed.text) == (["              " + before], ["              " + after])
+    assert not failing(fixed.text, engine("nccl-timeout"))
+
+
+def test_a_timeout_variable_in_env_is_lowered_in_minutes() -> None:
+    text = DEEPSPEED.replace(
+        "              resources:",
+        '              env: [{name: DEEPSPEED_TIMEOUT, value: "45"}]\n              resources:',
+    )
+    fixed = fix(text, engine("nccl-timeout"))
+    assert _changed_lines(text, fixed.text)[1] == [
+        '              env: [{name: DEEPSPEED_TIMEOUT, value: "30"}]'
+    ]
