@@ -47,10 +47,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--write", action="store_true", help="change the files in place (stdin: print the fixed stream)"
     )
     add_engine_arguments(parser)
-    for action in parser._actions:  # `--policy` also takes ID/RULE here
+    for action in parser._actions:  # the shared engine options, as fix reads them
         if action.dest == "policy":
             action.metavar = "ID[/RULE]"
             action.help = "fix only this policy, or one rule of it (repeatable)"
+        elif action.dest == "fail_on":  # every finding is fixed whatever its severity
+            action.help = argparse.SUPPRESS
 
 
 def _selection(chosen: Sequence[str]) -> tuple[tuple[str, ...], Callable[[Finding], bool]]:
