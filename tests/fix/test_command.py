@@ -170,3 +170,16 @@ def test_the_fix_count_is_the_same_in_worker_processes(tmp_path: Path) -> None:
     assert serial is not None
     assert serial.startswith(f"kubegap fix can fix {2 * PARALLEL_MIN_FILES} of these finding(s): ")
     assert fixable_line(report.findings, [str(tmp_path)], the_engine, jobs=2) == serial
+
+
+def test_parameters_from_a_config_file_set_the_fixed_values(
+    job: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = job.parent / "kubegap.yaml"
+    config.write_text(
+        "params:\n  nccl-timeout: {maxCollectiveTimeout: 20m}\n  health-probes: {minLivenessWindow: 10m}\n"
+    )
+    assert cli.main(["fix", "--write", "--config", str(config), str(job)]) == 0
+    text = job.read_text()
+    assert '- --ddp_timeout\n            - "1200"\n' in text
+    assert "-lt 600" in text and "failureThreshold: 20\n" in text  # 30 s * 20 + 10 s >= 10 min
