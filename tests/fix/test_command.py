@@ -177,6 +177,7 @@ def test_parameters_from_a_config_file_set_the_fixed_values(
 ) -> None:
     config = job.parent / "kubegap.yaml"
     config.write_text(
+        "apiVersion: kubegap.dev/v1alpha1\nkind: Config\n"
         "params:\n  nccl-timeout: {maxCollectiveTimeout: 20m}\n  health-probes: {minLivenessWindow: 10m}\n"
     )
     assert cli.main(["fix", "--write", "--config", str(config), str(job)]) == 0
