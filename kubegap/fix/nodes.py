@@ -69,10 +69,12 @@ class Tree:
         and the line break after a block scalar excluded)."""
         if isinstance(node, MappingNode | SequenceNode) and not node.flow_style and node.value:
             last = node.value[-1]
-            if isinstance(node, MappingNode):
-                key, value = last
-                return max(self.content_end(key), self.content_end(value))
-            return self.content_end(last)
+            key, value = last if isinstance(node, MappingNode) else (None, last)
+            # An alias is composed as the anchored node, which lies earlier in the text: its end says
+            # nothing about where this collection ends.
+            if self.start(value) < (self.end(key) if key is not None else self.start(node)):
+                raise Unsafe("the place ends with a YAML alias")
+            return max(self.content_end(key) if key is not None else 0, self.content_end(value))
         end = self.end(node)
         if isinstance(node, ScalarNode) and node.style in ("|", ">"):
             header = self.text[self.start(node) : self.next_line(self.start(node))]

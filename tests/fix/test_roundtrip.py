@@ -120,3 +120,44 @@ def test_lints_quick_count_agrees_with_what_fix_does(path: Path) -> None:
     outcomes = fix_source(source, scope).outcomes
     expected = (sum(o.fixed and not o.todo for o in outcomes), sum(o.todo for o in outcomes))
     assert count_source(source, scope) == expected
+
+
+ALIASED = """\
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: aliased}
+spec:
+  runPolicy: {backoffLimit: 2}
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template:
+        spec:
+          containers:
+            - name: m
+              image: t
+              command: [torchrun, t.py, --ddp_timeout, "600"]
+              env:
+                - &debug {name: NCCL_DEBUG, value: WARN}
+              resources: &gpu {limits: {nvidia.com/gpu: 8, vpc.amazonaws.com/efa: 4}}
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+            - name: w
+              image: t
+              command: [torchrun, t.py, --ddp_timeout, "600"]
+              env:
+                - *debug
+              resources: *gpu
+"""
+
+
+def test_nothing_is_placed_after_an_alias_whose_node_lies_elsewhere() -> None:
+    fixed = fix(ALIASED, engine("gpu-nic-topology"))
+    notes = {o.finding.role: o for o in fixed.outcomes if o.finding.rule == "nccl-nic-hints"}
+    assert notes["Master"].fixed  # its env list ends with the anchored item itself
+    assert not notes["Worker"].fixed and "alias" in notes["Worker"].note
+    assert _kept_in_order(ALIASED.splitlines(), fixed.text.splitlines()) == []
+    assert fixed.text.count("FI_PROVIDER") == 1
