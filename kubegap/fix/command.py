@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from kubegap import manifests
 from kubegap.errors import UsageError
-from kubegap.evaluate import build_engine
+from kubegap.evaluate import Engine, build_engine
 from kubegap.findings import Finding
 from kubegap.fix.files import (
     Fixed,
@@ -25,6 +26,7 @@ from kubegap.fix.files import (
 )
 from kubegap.fix.session import Outcome
 from kubegap.options import add_engine_arguments, settings_from_args
+from kubegap.policy import EXEMPTION_REASON, INVALID_DECLARATION
 from kubegap.reports.text import printable
 
 EPILOG = """\
@@ -55,21 +57,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             action.help = argparse.SUPPRESS
 
 
-def _selection(chosen: Sequence[str]) -> tuple[tuple[str, ...], Callable[[Finding], bool]]:
-    policies: list[str] = []
+@dataclass(frozen=True, slots=True)
+class _Selection:
+    """`--policy ID` and `--policy ID/RULE` as given."""
+
+    policies: frozenset[str]  # fixed whole
+    rules: frozenset[tuple[str, str]]  # (policy, rule) fixed alone
+
+    def ids(self) -> list[str]:
+        """The policies the engine runs."""
+        return sorted(self.policies | {p for p, _ in self.rules})
+
+    def __call__(self, finding: Finding) -> bool:
+        everything = not self.policies and not self.rules
+        return everything or finding.policy in self.policies or (finding.policy, finding.rule) in self.rules
+
+    def check(self, engine: Engine) -> None:
+        """A rule that is not one of its policy's is a typo, not an empty selection."""
+        known = {(c.policy.id, v.name) for c in engine.compiled for v in c.policy.validations}
+        engine_rules = {(c.policy.id, rule) for c in engine.compiled for rule in _ENGINE_RULES}
+        for policy, rule in sorted(self.rules - known - engine_rules):
+            names = sorted(r for p, r in known if p == policy)
+            raise UsageError(f"--policy {policy}/{rule}: no such rule; {policy} has {', '.join(names)}")
+
+
+_ENGINE_RULES = (EXEMPTION_REASON, INVALID_DECLARATION)
+
+
+def _selection(chosen: Sequence[str]) -> _Selection:
+    policies: set[str] = set()
     rules: set[tuple[str, str]] = set()
-    whole: set[str] = set()
     for item in chosen:
         policy, _, rule = item.partition("/")
         if not policy:
             raise UsageError(f"--policy {item!r}: write ID or ID/RULE")
-        policies.append(policy)
-        (rules.add((policy, rule)) if rule else whole.add(policy))
-
-    def selected(finding: Finding) -> bool:
-        return not chosen or finding.policy in whole or (finding.policy, finding.rule) in rules
-
-    return tuple(dict.fromkeys(policies)), selected
+        if rule:
+            rules.add((policy, rule))
+        else:
+            policies.add(policy)
+    return _Selection(frozenset(policies), frozenset(rules))
 
 
 def _report(outcomes: list[Outcome]) -> list[str]:
@@ -82,10 +108,11 @@ def _report(outcomes: list[Outcome]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    policies, selected = _selection(args.policy)
-    args.policy = list(policies)
+    selected = _selection(args.policy)
+    args.policy = selected.ids()
     settings = settings_from_args(args)
     engine = build_engine(settings)
+    selected.check(engine)
     stdin = sys.stdin.buffer.read(manifests.MAX_FILE_BYTES + 1) if manifests.STDIN in args.paths else None
     found = sources(list(args.paths), stdin)
     scope = scope_for(found, engine, selected)

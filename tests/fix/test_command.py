@@ -62,6 +62,8 @@ def test_policy_rule_selects_one_rule(job: Path, capsys: pytest.CaptureFixture[s
     text = job.read_text()
     assert "livenessProbe" in text and "--ddp_timeout" not in text
     assert cli.main(["fix", "--policy", "/x", str(job)]) == 2
+    assert cli.main(["fix", "--policy", "health-probes/liveness", str(job)]) == 2
+    assert "no such rule; health-probes has liveness-probe, probe-window" in capsys.readouterr().err
 
 
 def test_stdin_with_write_prints_the_fixed_stream(
