@@ -16,6 +16,7 @@ from kubegap import manifests
 from kubegap.errors import UsageError
 from kubegap.evaluate import Engine, build_engine
 from kubegap.findings import Finding
+from kubegap.fix.checked import Outcome
 from kubegap.fix.files import (
     Fixed,
     Refused,
@@ -24,7 +25,6 @@ from kubegap.fix.files import (
     sources,
     write,
 )
-from kubegap.fix.session import Outcome
 from kubegap.options import add_engine_arguments, settings_from_args
 from kubegap.policy import EXEMPTION_REASON, INVALID_DECLARATION
 from kubegap.reports.text import printable

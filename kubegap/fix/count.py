@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from kubegap import lint
 from kubegap.evaluate import Engine
 from kubegap.findings import Finding
+from kubegap.fix.checked import Scope
 from kubegap.fix.files import Refused, Source, count_source, readable_sources
-from kubegap.fix.session import Scope
 
 # Inherited by forked workers, so that the compiled policies are not pickled.
 _WORK: tuple[list[Source], Scope] | None = None

@@ -22,7 +22,7 @@ from kubegap import lint, manifests
 from kubegap.errors import KubegapError
 from kubegap.evaluate import Engine
 from kubegap.findings import Finding
-from kubegap.fix.session import Outcome, Scope, count_fixable, fix_text
+from kubegap.fix.checked import Outcome, Scope, count_fixable, fix_text
 
 
 class Refused(KubegapError):
@@ -135,7 +135,7 @@ def fix_source(source: Source, scope: Scope) -> Fixed:
 
 
 def count_source(source: Source, scope: Scope) -> tuple[int, int]:
-    """(fixed, left as TODO) of one file, as `fix_source` would make them (`session.count_fixable`)."""
+    """(fixed, left as TODO) of one file, as `fix_source` would make them (`checked.count_fixable`)."""
     counts = [count_fixable(d[0].text, scope, d[0].file, d[0].line, d) for _, d in layout(source).pieces]
     return sum(c[0] for c in counts), sum(c[1] for c in counts)
 

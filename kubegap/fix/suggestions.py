@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 from kubegap.evaluate import Engine
 from kubegap.findings import Finding
+from kubegap.fix.checked import patches
 from kubegap.fix.edits import Edit
 from kubegap.fix.files import Refused, layout, readable_sources
-from kubegap.fix.session import patches
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
 """What a fix knows about one finding: the object, its text, the policy's parameters and the knobs, and
-helpers that find the container, template and knob the finding points at."""
+functions that find the container, template and knob the finding points at."""
 
 from __future__ import annotations
 

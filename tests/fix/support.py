@@ -9,8 +9,8 @@ from kubegap import lint, manifests
 from kubegap.config import Settings
 from kubegap.evaluate import Engine, build_engine
 from kubegap.findings import Finding, Result
+from kubegap.fix.checked import Scope
 from kubegap.fix.files import Fixed, fix_bytes
-from kubegap.fix.session import Scope
 
 _ENGINES: dict[tuple[tuple[str, ...], tuple[tuple[str, str, str], ...]], Engine] = {}
 

@@ -12,7 +12,7 @@ import pytest
 
 from kubegap import cli
 from kubegap.fix import files
-from kubegap.fix.session import Scope
+from kubegap.fix.checked import Scope
 from tests.fix.support import engine
 
 MANIFESTS = Path(__file__).parent.parent / "data" / "fix" / "manifests"

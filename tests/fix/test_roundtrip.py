@@ -112,8 +112,8 @@ COUNTED = [*BUNDLED, *sorted(MANIFESTS.glob("*.yaml"))]
 
 @pytest.mark.parametrize("path", COUNTED, ids=lambda p: f"{p.parent.parent.name}/{p.name}")
 def test_lints_quick_count_agrees_with_what_fix_does(path: Path) -> None:
+    from kubegap.fix.checked import Scope
     from kubegap.fix.files import Source, count_source, fix_source
-    from kubegap.fix.session import Scope
 
     source = Source(path.name, None, None, path.read_bytes())
     scope = Scope(engine(*ALL), {}, lambda finding: True)

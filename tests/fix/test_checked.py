@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from kubegap.fix.checked import Key, _check
 from kubegap.fix.edits import Edit
 from kubegap.fix.nodes import Unsafe
-from kubegap.fix.session import Key, _check
 from kubegap.fix.target import Patch
 
 
