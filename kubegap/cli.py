@@ -36,6 +36,7 @@ examples:
   kubegap audit --format policyreport           read-only report over a live cluster
   kubegap serve --cert tls.crt --key tls.key    the validating admission webhook
   kubegap mcp --require-read-only               read-only tools for coding agents (MCP over stdio)
+  kubegap fix --write train.yaml                add the missing settings, keeping the file's style
 
 exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage/input/policy error, 3 internal error,
             4 audit incomplete
@@ -146,15 +147,16 @@ def _lint(args: argparse.Namespace) -> int:
     stdin = sys.stdin.buffer if "-" in files else None
     # SARIF counts passes and JUnit lists them as test cases; the other formats need only the findings.
     charts = chart_dirs([*settings.chart_dirs, *args.chart_dir])
-    report = lint(files, engine, stdin, jobs_from(args.jobs), keep_passes=bool(formats & {"sarif", "junit"}))
+    jobs = jobs_from(args.jobs)
+    report = lint(files, engine, stdin, jobs, keep_passes=bool(formats & {"sarif", "junit"}))
     report.findings, report.passes = charts.apply(report.findings), charts.apply(report.passes)
     for fmt, path in outputs:
         try:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_text(_lint_output(fmt, report, engine), "utf-8")
+            Path(path).write_text(_lint_output(fmt, report, engine, files, jobs), "utf-8")
         except OSError as err:
             raise UsageError(f"--output {fmt}={path}: {err.strerror or err}") from None
-    sys.stdout.write(_lint_output(args.format, report, engine))
+    sys.stdout.write(_lint_output(args.format, report, engine, files, jobs))
     _warn_unlocated(formats, report)
     if args.fail_if_no_objects and not report.summary.objects:
         print("kubegap: no Kubernetes object was linted (--fail-if-no-objects)", file=sys.stderr)
@@ -187,7 +189,9 @@ def _outputs(specs: Sequence[str]) -> list[tuple[str, str]]:
     return outputs
 
 
-def _lint_output(fmt: str, report: LintReport, engine: Engine) -> str:
+def _lint_output(
+    fmt: str, report: LintReport, engine: Engine, paths: Sequence[str] = (), jobs: int = 1
+) -> str:
     from kubegap.reports import codequality, github, junit, sarif
     from kubegap.reports import json as json_report
     from kubegap.reports import text as text_report
@@ -197,8 +201,14 @@ def _lint_output(fmt: str, report: LintReport, engine: Engine) -> str:
     if fmt == "codequality":
         return codequality.render(report.findings, base_dir=str(Path.cwd()))
     if fmt == "sarif":
+        from kubegap.fix.suggestions import suggestions  # `kubegap fix`'s patches, one per finding
+
         return sarif.render(
-            report.findings + report.passes, engine.policies, __version__, base_dir=str(Path.cwd())
+            report.findings + report.passes,
+            engine.policies,
+            __version__,
+            base_dir=str(Path.cwd()),
+            fixes=suggestions(report.findings, paths, engine) if report.findings else None,
         )
     if fmt == "junit":
         return junit.render(report.findings + report.passes, engine.policies)
@@ -207,7 +217,12 @@ def _lint_output(fmt: str, report: LintReport, engine: Engine) -> str:
         return json_report.render(
             report.findings, report.summary, {"workloads": [w.to_json() for w in workloads]}
         )
-    return text_report.render(report.findings, report.summary, report.workloads)
+    fixable = None
+    if report.findings:
+        from kubegap.fix.count import fixable_line
+
+        fixable = fixable_line(report.findings, paths, engine, jobs)
+    return text_report.render(report.findings, report.summary, report.workloads, fixable)
 
 
 def _policies_arguments(parser: argparse.ArgumentParser) -> None:
@@ -318,8 +333,15 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         ("audit", "kubegap.audit.command", "read-only audit of a live cluster"),
         ("serve", "kubegap.webhook.serve", "run the validating admission webhook (gunicorn, TLS)"),
         ("mcp", "kubegap.mcp.command", "serve read-only lint, audit and node tools to coding agents (MCP)"),
+        ("fix", "kubegap.fix.command", "patch manifests so that findings are fixed, keeping their style"),
     ):
-        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub = commands.add_parser(
+            name,
+            help=help_text,
+            description=help_text,
+            epilog=getattr(importlib.import_module(module), "EPILOG", None) if name == chosen else None,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         if name == chosen:
             imported = importlib.import_module(module)
             imported.add_arguments(sub)

@@ -87,7 +87,8 @@ def _located(doc: manifests.Document, finding: Finding) -> Finding:
     return finding.located(doc.file, doc.index, doc.line, 1)
 
 
-def _locate(doc: manifests.Document, finding: Finding) -> Finding:
+def locate_finding(doc: manifests.Document, finding: Finding) -> Finding:
+    """The finding with its file, document, line and column (`kubegap fix` reports the same places)."""
     line, column = doc.line, 1
     if finding.path is not None:
         with contextlib.suppress(ValueError):  # a path a custom policy built by hand: point at the document
@@ -130,7 +131,7 @@ def lint_documents(
             continue
         report.summary.objects += 1
         report.summary.add(evaluation.results)
-        report.findings.extend(_locate(doc, f) for f in evaluation.findings)
+        report.findings.extend(locate_finding(doc, f) for f in evaluation.findings)
         if evaluation.cost is not None:
             report.workloads.append(replace(evaluation.cost, file=doc.file, document=doc.index))
         if keep_passes:

@@ -302,6 +302,12 @@ def _remember(text: str, node: Node | None) -> None:
         _NODES.popitem(last=False)
 
 
+def compose(text: str) -> Node | None:
+    """The node graph of one document's text (cached), for tools that edit the text by position; None
+    when the text does not compose."""
+    return _compose(text)
+
+
 def _compose(text: str) -> Node | None:
     if text in _NODES:
         _NODES.move_to_end(text)

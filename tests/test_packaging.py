@@ -51,6 +51,7 @@ def test_wheel_contains_policies_examples_knobs_and_schemas(wheel: Path) -> None
         "kubegap/schemas/knobs.schema.json",
         "kubegap/py.typed",
         "kubegap/mcp/server.py",
+        "kubegap/fix/command.py",
     } <= names
 
 

@@ -7,6 +7,9 @@ rather than losing them; passes are only counted, in the run's properties.
 
 Lint results carry a physical location (file, line, column); every result also carries logical locations
 (the object, and the field path inside it), so audit results have a place too.
+
+A lint result that `kubegap fix` can settle carries that patch as a SARIF fix (`artifactChanges` with
+`replacements` against the file as it is), so a code-scanning UI can offer to apply it.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ import json
 import posixpath
 import re
 from collections import Counter
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from kubegap.findings import Finding, Result
@@ -25,14 +28,19 @@ from kubegap.policy import Policy
 from kubegap.reports import sarifrules
 from kubegap.reports.sariflog import (
     ArtifactLocation,
+    Fix,
     Location,
     Log,
     LogicalLocation,
     Region,
+    Replacement,
     ReportingDescriptor,
     Run,
 )
 from kubegap.reports.sariflog import Result as SarifResult
+
+if TYPE_CHECKING:
+    from kubegap.fix.suggestions import Suggestion
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 TOOL_NAME = "kubegap"
@@ -50,6 +58,7 @@ def render(
     tool_version: str,
     *,
     base_dir: str | None = None,
+    fixes: Mapping[Finding, Suggestion] | None = None,
 ) -> str:
     """The SARIF log of one run; `results` may include passes (counted, not listed).
 
@@ -70,7 +79,7 @@ def render(
             }
         },
         "columnKind": "unicodeCodePoints",
-        "results": [_result(f, table.index(f), table.descriptors, base_dir) for f in listed],
+        "results": [_result(f, table.index(f), table.descriptors, base_dir, fixes or {}) for f in listed],
         "properties": {"results": _counts(results)},
     }
     files = {f.file for f in listed if f.file and f.file != STDIN_NAME}
@@ -113,7 +122,11 @@ def _counts(results: Sequence[Finding]) -> dict[str, int]:
 
 
 def _result(
-    finding: Finding, index: int, rules: Sequence[ReportingDescriptor], base_dir: str | None
+    finding: Finding,
+    index: int,
+    rules: Sequence[ReportingDescriptor],
+    base_dir: str | None,
+    fixes: Mapping[Finding, Suggestion],
 ) -> SarifResult:
     result: SarifResult = {
         "ruleId": rules[index]["id"],
@@ -126,7 +139,34 @@ def _result(
     }
     if finding.result is Result.SKIP:
         result["suppressions"] = [{"kind": "inSource", "justification": _reason(finding)}]
+    suggestion = fixes.get(finding)
+    if suggestion is not None and _has_file(finding):
+        result["fixes"] = [_fix(finding, suggestion, base_dir)]
     return result
+
+
+def _fix(finding: Finding, suggestion: Suggestion, base_dir: str | None) -> Fix:
+    assert finding.file is not None
+    uri, relative = _uri(finding.file, base_dir)
+    artifact: ArtifactLocation = {"uri": uri}
+    if relative:
+        artifact["uriBaseId"] = SOURCE_ROOT
+    replacements: list[Replacement] = [
+        {
+            "deletedRegion": {
+                "startLine": r.start_line,
+                "startColumn": r.start_column,
+                "endLine": r.end_line,
+                "endColumn": r.end_column,
+            },
+            "insertedContent": {"text": r.text},
+        }
+        for r in suggestion.replacements
+    ]
+    return {
+        "description": {"text": f"kubegap fix: {suggestion.description}"},
+        "artifactChanges": [{"artifactLocation": artifact, "replacements": replacements}],
+    }
 
 
 def fingerprint(finding: Finding) -> str:

@@ -23,6 +23,27 @@ class ArtifactLocation(TypedDict, total=False):
 class Region(TypedDict, total=False):
     startLine: int
     startColumn: int
+    endLine: int
+    endColumn: int
+
+
+class ArtifactContent(TypedDict):
+    text: str
+
+
+class Replacement(TypedDict):
+    deletedRegion: Region  # an empty region for an insertion
+    insertedContent: ArtifactContent
+
+
+class ArtifactChange(TypedDict):
+    artifactLocation: ArtifactLocation
+    replacements: list[Replacement]
+
+
+class Fix(TypedDict):
+    description: Message
+    artifactChanges: list[ArtifactChange]
 
 
 class PhysicalLocation(TypedDict):
@@ -55,6 +76,7 @@ class Result(TypedDict, total=False):
     locations: list[Location]
     partialFingerprints: dict[str, str]
     suppressions: list[Suppression]
+    fixes: list[Fix]
     properties: dict[str, Any]
 
 

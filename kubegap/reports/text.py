@@ -55,8 +55,14 @@ def cost_line(cost: WorkloadCost) -> str:
     return line
 
 
-def render(findings: Sequence[Finding], summary: Summary, workloads: Sequence[WorkloadCost] = ()) -> str:
-    """Files, then objects, most expensive first (expected GPU-hours lost a month), then by position."""
+def render(
+    findings: Sequence[Finding],
+    summary: Summary,
+    workloads: Sequence[WorkloadCost] = (),
+    fixable: str | None = None,
+) -> str:
+    """Files, then objects, most expensive first (expected GPU-hours lost a month), then by position;
+    `fixable` (what `kubegap fix` could do) goes just above the summary line."""
     costs = costs_by_document(workloads)
 
     def loss(f: Finding) -> float:
@@ -90,6 +96,8 @@ def render(findings: Sequence[Finding], summary: Summary, workloads: Sequence[Wo
             for name, sources in sorted(summary.unresolved.items())
         ]
         out.append("")
+    if fixable:
+        out.append(fixable)
     out.append(summary_line(summary))
     return "\n".join(out) + "\n"
 

@@ -1,0 +1,84 @@
+"""Fixes of the pod and the workload: the liveness probe (health-probes) and the restart budget
+(restart-budget)."""
+
+from __future__ import annotations
+
+import math
+
+from kubegap import raw
+from kubegap.fix import edits
+from kubegap.fix.nodes import Unsafe
+from kubegap.fix.target import FieldPath, Patch, Target
+from kubegap.workloads import kind_info
+
+HEARTBEAT_FILE = "/tmp/kubegap-heartbeat"
+# The value restart-budget's remediation names; the policy has no parameter for it.
+RESTARTS = 3
+
+
+def liveness_probe(target: Target) -> Patch:
+    _, container = target.container()
+    window = math.ceil(target.params["minLivenessWindow"])
+    period, timeout = 30, 10
+    failures = max(1, math.ceil((window - timeout) / period))
+    probe = {
+        "exec": {
+            "command": [
+                "sh",
+                "-c",
+                f"test $(( $(date +%s) - $(stat -c %Y {HEARTBEAT_FILE}) )) -lt {window}",
+            ]
+        },
+        "periodSeconds": period,
+        "timeoutSeconds": timeout,
+        "failureThreshold": failures,
+    }
+    comment = f"kubegap fix: the training loop must touch {HEARTBEAT_FILE} at least every {window}s"
+    edit = edits.insert_key(target.tree, target.at(container.path), "livenessProbe", probe, comment=comment)
+    return Patch((edit,), f"added an exec heartbeat liveness probe ({HEARTBEAT_FILE}, window ≥ {window}s)")
+
+
+def _number(probe: object, key: str, default: int) -> int:
+    value = raw.mapping(probe).get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
+
+
+def probe_window(target: Target) -> Patch:
+    path = target.path
+    probe = raw.dig(target.obj, path)
+    window = target.params["minLivenessWindow"]
+    period, timeout = _number(probe, "periodSeconds", 10), _number(probe, "timeoutSeconds", 1)
+    failures = max(1, math.ceil((window - timeout) / period))
+    if "failureThreshold" in raw.mapping(probe):
+        edit = edits.set_scalar(target.tree, target.at((*path, "failureThreshold")), failures)
+    else:
+        edit = edits.insert_key(target.tree, target.at(path), "failureThreshold", failures)
+    return Patch((edit,), f"set failureThreshold to {failures} (window {period * failures + timeout}s)")
+
+
+# --- restart-budget ----------------------------------------------------------------------------------
+_RESTART_FIELD: dict[tuple[str, str], FieldPath] = {
+    ("batch", "Job"): ("spec", "backoffLimit"),
+    ("batch", "CronJob"): ("spec", "jobTemplate", "spec", "backoffLimit"),
+    ("jobset.x-k8s.io", "JobSet"): ("spec", "failurePolicy", "maxRestarts"),
+    ("batch.volcano.sh", "Job"): ("spec", "maxRetry"),
+    ("ray.io", "RayJob"): ("spec", "backoffLimit"),
+    **{
+        ("kubeflow.org", kind): ("spec", "runPolicy", "backoffLimit")
+        for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob")
+    },
+}
+
+
+def auto_restart(target: Target) -> Patch:
+    info = kind_info(target.obj)
+    field = _RESTART_FIELD.get((info.group, info.kind)) if info else None
+    if field is None:
+        raise Unsafe("kubegap does not know this kind's restart setting")
+    if target.path[-1:] == ("backoffLimitPerIndex",):
+        field = target.path
+    if raw.dig(target.obj, field) is not None:
+        edit = edits.set_scalar(target.tree, target.at(field), RESTARTS)
+    else:
+        edit = edits.insert_key(target.tree, target.at(field[:-1]), str(field[-1]), RESTARTS)
+    return Patch((edit,), f"set {'.'.join(map(str, field))} to {RESTARTS}")

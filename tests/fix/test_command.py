@@ -1,0 +1,188 @@
+"""`kubegap fix` from the command line: --diff and --write, stdin, --policy ID/RULE, exit codes, and the
+files it refuses to touch (links out of the tree, files changed since they were read, unreadable files)."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from kubegap import cli
+from kubegap.fix import files
+from kubegap.fix.checked import Scope
+from tests.fix.support import engine
+
+MANIFESTS = Path(__file__).parent.parent / "data" / "fix" / "manifests"
+HF = MANIFESTS / "job-hf-block-args.yaml"
+
+
+@pytest.fixture
+def job(tmp_path: Path) -> Path:
+    target = tmp_path / "deploy" / "job.yaml"
+    target.parent.mkdir()
+    shutil.copy(HF, target)
+    return target
+
+
+def test_diff_is_the_default_changes_nothing_and_exits_1(
+    job: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = job.read_bytes()
+    assert cli.main(["fix", "--policy", "nccl-timeout", str(job)]) == 1
+    out, err = capsys.readouterr()
+    assert out.startswith(f"--- {job}\n+++ {job}\n@@ ")
+    assert '+            - "1800"\n' in out
+    assert "nccl-timeout/timeout-declared: fixed: added --ddp_timeout 1800 to args" in err
+    assert job.read_bytes() == before
+
+
+def test_write_changes_the_file_once_and_a_second_run_finds_nothing(
+    job: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mode = 0o640
+    job.chmod(mode)
+    assert cli.main(["fix", "--write", str(job.parent)]) == 0
+    first = job.read_text()
+    assert "--ddp_timeout" in first and "livenessProbe" in first
+    assert job.stat().st_mode & 0o777 == mode
+    capsys.readouterr()
+    assert cli.main(["fix", "--write", str(job.parent)]) == 0
+    assert job.read_text() == first
+    assert cli.main(["fix", str(job)]) == 0
+    _, err = capsys.readouterr()
+    assert "0 file(s) would change" in err
+    assert cli.main(["lint", "--skip", "gpu-nic-topology", "--skip", "checkpoint-interval", str(job)]) == 0
+
+
+def test_policy_rule_selects_one_rule(job: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["fix", "--write", "--policy", "health-probes/liveness-probe", str(job)]) == 0
+    text = job.read_text()
+    assert "livenessProbe" in text and "--ddp_timeout" not in text
+    assert cli.main(["fix", "--policy", "/x", str(job)]) == 2
+    assert cli.main(["fix", "--policy", "health-probes/liveness", str(job)]) == 2
+    assert "no such rule; health-probes has liveness-probe, probe-window" in capsys.readouterr().err
+
+
+def test_stdin_with_write_prints_the_fixed_stream(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(HF.read_bytes())))
+    assert cli.main(["fix", "--write", "--policy", "nccl-timeout", "-"]) == 0
+    out, _ = capsys.readouterr()
+    assert out == HF.read_text().replace(
+        '            - "4"\n', '            - "4"\n            - --ddp_timeout\n            - "1800"\n'
+    )
+
+
+def test_a_link_out_of_the_tree_is_not_written_through(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outside = tmp_path / "outside.yaml"
+    shutil.copy(HF, outside)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "job.yaml").symlink_to(outside)
+    assert cli.main(["fix", "--write", str(tree)]) == 2
+    assert "outside" in capsys.readouterr().err
+    assert outside.read_bytes() == HF.read_bytes()
+    inside = tree / "real.yaml"
+    shutil.copy(HF, inside)
+    (tree / "job.yaml").unlink()
+    (tree / "job.yaml").symlink_to(inside)
+    assert cli.main(["fix", "--write", "--policy", "nccl-timeout", str(tree / "job.yaml")]) == 0
+    assert (tree / "job.yaml").is_symlink() and "--ddp_timeout" in inside.read_text()
+
+
+def test_a_file_changed_since_it_was_read_is_not_written(job: Path) -> None:
+    (source,) = files.sources([str(job)], None)
+    fixed = files.fix_source(source, Scope(engine("nccl-timeout"), {}, lambda f: True))
+    job.write_text(job.read_text() + "# edited meanwhile\n")
+    with pytest.raises(files.Refused, match="changed since"):
+        files.write(fixed)
+    assert job.read_text().endswith("# edited meanwhile\n")
+
+
+def test_a_file_with_an_unreadable_document_is_left_untouched(
+    job: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = job.read_text() + "---\nkind: [unclosed\n"
+    job.write_text(broken)
+    assert cli.main(["fix", "--write", str(job)]) == 2
+    assert "cannot read document 2" in capsys.readouterr().err
+    assert job.read_text() == broken
+    assert [p.name for p in job.parent.iterdir()] == [job.name]  # no temporary file left behind
+
+
+def test_a_missing_path_is_a_usage_error(tmp_path: Path) -> None:
+    assert cli.main(["fix", str(tmp_path / "nope.yaml")]) == 2
+
+
+def test_lint_text_output_says_how_many_findings_fix_can_fix(
+    job: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["lint", "--jobs", "1", str(job)]) == 1
+    out, _ = capsys.readouterr()
+    lines = out.rstrip("\n").splitlines()
+    assert lines[-2] == (
+        "kubegap fix can fix 2 of these finding(s): run `kubegap fix PATH…` to see the diff"
+    )  # the collective timeout and the liveness probe; the NIC and checkpoint findings need a person
+    assert lines[-1].startswith("1 object(s) checked: 5 finding(s)")
+    assert cli.main(["fix", "--write", str(job)]) == 0
+    capsys.readouterr()
+    cli.main(["lint", "--jobs", "1", str(job)])
+    assert "kubegap fix can fix" not in capsys.readouterr().out
+    assert cli.main(["lint", "--format", "json", "--jobs", "1", str(job)]) == 1
+    assert "kubegap fix" not in capsys.readouterr().out
+
+
+def test_the_readme_diff_is_what_kubegap_fix_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    readme = (Path(__file__).parent.parent.parent / "README.md").read_text("utf-8")
+    shown = readme.split("$ kubegap fix llama3-8b-sft.yaml\n", 1)[1].split("```", 1)[0]
+    shutil.copy(MANIFESTS / "pytorchjob-llama-sft.yaml", tmp_path / "llama3-8b-sft.yaml")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["fix", "llama3-8b-sft.yaml"]) == 1
+    assert capsys.readouterr().out == shown
+
+
+def test_an_unreadable_stream_passes_through_unchanged(
+    monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    broken = b"apiVersion: v1\nkind: Pod\nmetadata: {name: x\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(broken)))
+    assert cli.main(["fix", "--write", "-"]) == 2
+    out, err = capsysbinary.readouterr()
+    assert out == broken
+    assert b"cannot read document 1" in err
+
+
+def test_the_fix_count_is_the_same_in_worker_processes(tmp_path: Path) -> None:
+    from kubegap.fix.count import fixable_line
+    from kubegap.lint import PARALLEL_MIN_FILES, lint
+
+    for index in range(PARALLEL_MIN_FILES):
+        (tmp_path / f"job-{index:02d}.yaml").write_bytes(HF.read_bytes())
+    the_engine = engine("nccl-timeout", "health-probes")
+    report = lint([str(tmp_path)], the_engine)
+    serial = fixable_line(report.findings, [str(tmp_path)], the_engine, jobs=1)
+    assert serial is not None
+    assert serial.startswith(f"kubegap fix can fix {2 * PARALLEL_MIN_FILES} of these finding(s): ")
+    assert fixable_line(report.findings, [str(tmp_path)], the_engine, jobs=2) == serial
+
+
+def test_parameters_from_a_config_file_set_the_fixed_values(
+    job: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = job.parent / "kubegap.yaml"
+    config.write_text(
+        "apiVersion: kubegap.dev/v1alpha1\nkind: Config\n"
+        "params:\n  nccl-timeout: {maxCollectiveTimeout: 20m}\n  health-probes: {minLivenessWindow: 10m}\n"
+    )
+    assert cli.main(["fix", "--write", "--config", str(config), str(job)]) == 0
+    text = job.read_text()
+    assert '- --ddp_timeout\n            - "1200"\n' in text
+    assert "-lt 600" in text and "failureThreshold: 20\n" in text  # 30 s * 20 + 10 s >= 10 min

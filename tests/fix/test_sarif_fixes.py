@@ -1,0 +1,87 @@
+"""SARIF `fixes` from `kubegap lint --format sarif`: valid against the SARIF 2.1.0 schema, and each fix,
+applied alone to the file as it is, settles its own finding."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubegap import cli
+from tests.fix.support import engine, failing
+from tests.reports.test_sarif import assert_valid
+from tests.reports.test_sarif import validator as validator  # the fixture
+
+MANIFESTS = Path(__file__).parent.parent / "data" / "fix" / "manifests"
+ALL = ("nccl-timeout", "checkpoint-interval", "gpu-nic-topology", "health-probes", "restart-budget")
+
+
+def _apply(text: str, replacements: list[dict[str, Any]]) -> str:
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(line: int, column: int) -> int:
+        return starts[line - 1] + column - 1
+
+    for r in sorted(
+        replacements,
+        key=lambda r: (r["deletedRegion"]["startLine"], r["deletedRegion"]["startColumn"]),
+        reverse=True,
+    ):
+        region = r["deletedRegion"]
+        begin = offset(region["startLine"], region["startColumn"])
+        end = offset(region["endLine"], region["endColumn"])
+        text = text[:begin] + r["insertedContent"]["text"] + text[end:]
+    return text
+
+
+@pytest.mark.parametrize("crlf", [False, True], ids=["lf", "crlf"])
+def test_each_sarif_fix_settles_its_finding_alone(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    validator: Any,
+    crlf: bool,
+) -> None:
+    source = (MANIFESTS / "pytorchjob-llama-sft.yaml").read_text()
+    text = source.replace("\n", "\r\n") if crlf else source
+    (tmp_path / "job.yaml").write_bytes(text.encode())
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["lint", "--format", "sarif", "--jobs", "1", "job.yaml"]) == 1
+    log = json.loads(capsys.readouterr().out)
+    assert_valid(validator, log)
+    results = log["runs"][0]["results"]
+    with_fixes = [r for r in results if "fixes" in r]
+    assert {r["ruleId"] for r in with_fixes} == {
+        "restart-budget/auto-restart",
+        "gpu-nic-topology/nccl-nic-hints",
+        "gpu-nic-topology/no-transport-fallback",
+        "health-probes/liveness-probe",
+        "nccl-timeout/timeout-declared",
+        "nccl-timeout/no-placebo-timeout",
+        "checkpoint-interval/interval-bounded",
+    }
+    the_engine = engine(*ALL)
+    for result in with_fixes:
+        (change,) = result["fixes"][0]["artifactChanges"]
+        assert change["artifactLocation"] == {"uri": "job.yaml", "uriBaseId": "%SRCROOT%"}
+        fixed = _apply(text, change["replacements"])
+        assert fixed.count("\n") == fixed.count("\r\n") if crlf else "\r" not in fixed
+        remaining = {(f.policy, f.rule, f.message) for f in failing(fixed.replace("\r\n", "\n"), the_engine)}
+        finding = result["properties"]
+        assert (finding["policy"], finding["rule"], finding["message"]) not in remaining
+
+
+def test_findings_without_a_safe_fix_carry_no_sarif_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.copy(MANIFESTS / "jobset-anchored-script.yaml", tmp_path / "jobset.yaml")
+    monkeypatch.chdir(tmp_path)
+    cli.main(["lint", "--format", "sarif", "--jobs", "1", "--policy", "nccl-timeout", "jobset.yaml"])
+    results = json.loads(capsys.readouterr().out)["runs"][0]["results"]
+    assert results and not [r for r in results if "fixes" in r]
