@@ -57,7 +57,8 @@ class CommandLine:
 
 _SPACE = re.compile(r"(?:[ \t\r]|\\\n)+")  # a backslash-newline joins lines: it separates words
 _OPERATOR = re.compile(r"&&|\|\||;;|[;&|()]")
-_PIECE = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)|([^\s'"\\;&|()]+)""", re.S)
+# a plain piece stops before `$(` and a backquote, where a command substitution starts (see _substitution)
+_PIECE = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)|((?:[^\s'"\\;&|()$`]|\$(?!\())+)""", re.S)
 _DQ_ESCAPE = re.compile(r"""\\([\\"$`])""")
 
 
@@ -111,9 +112,39 @@ def _shell_words(script: str) -> list[str]:
     return words
 
 
+def _substitution(script: str, pos: int) -> int | None:
+    """The end of a `$(…)`, `$((…))` or backquoted substitution starting at `pos`; None if there is none
+    or it never closes. It is one word to the shell: its spaces and parentheses separate nothing."""
+    if script.startswith("`", pos):
+        close = script.find("`", pos + 1)
+        return None if close < 0 else close + 1
+    if not script.startswith("$(", pos):
+        return None
+    depth, index, quote = 0, pos + 1, ""
+    while index < len(script):
+        char = script[index]
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+        index += 1
+    return None
+
+
 def _word(script: str, pos: int) -> tuple[str | None, int]:
     parts: list[str] = []
     while pos < len(script):
+        end = _substitution(script, pos)
+        if end is not None:
+            parts.append(script[pos:end])
+            pos = end
+            continue
         piece = _PIECE.match(script, pos)
         if piece is None:
             if script[pos] in "'\"":  # an unbalanced quote

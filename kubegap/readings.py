@@ -14,7 +14,7 @@ from kubegap.fieldpath import FieldPath
 from kubegap.knobs import Catalogue, Framework, Knob
 
 _VAR_REF = re.compile(
-    r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|\(([A-Za-z_][A-Za-z0-9_]*)\)|([A-Za-z_][A-Za-z0-9_]*))\Z"
+    r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\(([A-Za-z_][A-Za-z0-9_]*)\)|([A-Za-z_][A-Za-z0-9_]*))\Z"
 )
 
 
@@ -45,7 +45,10 @@ def _expand(value: str, env: Environment) -> str | None:
     match = _VAR_REF.match(value)
     if not match:
         return value
-    return env.value(next(g for g in match.groups() if g))
+    braced, default, paren, bare = match.groups()
+    found = env.value(braced or paren or bare)
+    # `${VAR:-default}`: the shell's default stands in when the variable's value is not known
+    return default if found is None and default is not None else found
 
 
 def convert(knob: Knob, text: str) -> float:

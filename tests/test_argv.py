@@ -100,6 +100,34 @@ TOKENS: list[tuple[str, dict[str, Any], list[str]]] = [
         ["bash", "-c", "python", "-c", "\nimport os\n", "run"],
     ),
     (
+        "a command substitution is one word: its spaces and parentheses end nothing",
+        {
+            "command": [
+                "bash",
+                "-c",
+                "mpirun -np $(( N * 8 )) -x A=1 -H $(cat /etc/hosts | wc -l) `hostname -s` p",
+            ]
+        },
+        [
+            "bash",
+            "-c",
+            "mpirun",
+            "-np",
+            "$(( N * 8 ))",
+            "-x",
+            "A=1",
+            "-H",
+            "$(cat /etc/hosts | wc -l)",
+            "`hostname -s`",
+            "p",
+        ],
+    ),
+    (
+        "a dollar that starts no substitution stays in its word",
+        {"command": ["bash", "-c", "echo $HOME a$ ${X:-y} $((1+$(nproc)))"]},
+        ["bash", "-c", "echo", "$HOME", "a$", "${X:-y}", "$((1+$(nproc)))"],
+    ),
+    (
         "unbalanced quote keeps the words",
         {"command": ["bash", "-c", 'echo "open --save-interval 500']},
         ["bash", "-c", "echo", '"open', "--save-interval", "500"],

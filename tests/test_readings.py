@@ -99,6 +99,10 @@ def test_unreadable_values_keep_source_and_reason() -> None:
         ("$T", [], None),  # undefined: unreadable, never a guess
         ("x$T", [{"name": "T", "value": "63"}], None),  # only a whole-value reference is expanded
         ("$T$U", [{"name": "T", "value": "6"}, {"name": "U", "value": "4"}], None),
+        ("${T:-900}", [], 900.0),  # the shell's default stands in for an unknown variable
+        ("${T-900}", [], 900.0),
+        ("${T:-900}", [{"name": "T", "value": "64"}], 64.0),  # a known value wins
+        ("${T:-}", [], None),  # an empty default is no value
     ],
 )
 def test_variable_expansion(value: str, env_entries: list[dict[str, Any]], expected: float | None) -> None:
