@@ -210,6 +210,27 @@ def _container(
     return facts, found
 
 
+_FABRIC_DEVICES = "/dev/infiniband"  # the RDMA character devices (uverbs, rdma_cm) of the host
+
+
+def _fabric_devices(template: PodTemplate) -> bool:
+    """A privileged container that mounts the host's /dev/infiniband reaches the fabric without an
+    extended resource (a common pattern on clusters without an RDMA device plugin)."""
+    volumes = {
+        str(v.get("name")): str(raw.mapping(v.get("hostPath")).get("path", ""))
+        for v in raw.items(template.spec.get("volumes"))
+        if isinstance(v, Mapping)
+    }
+    for container in template.containers:
+        if raw.mapping(container.spec.get("securityContext")).get("privileged") is not True:
+            continue
+        for mount in raw.items(container.spec.get("volumeMounts")):
+            path = volumes.get(str(raw.mapping(mount).get("name")), "")
+            if path.rstrip("/") == _FABRIC_DEVICES or path.startswith(_FABRIC_DEVICES + "/"):
+                return True
+    return False
+
+
 def _template(
     template: PodTemplate, containers: list[dict[str, Any]], counts: Mapping[int, Mapping[str, int]]
 ) -> dict[str, Any]:
@@ -227,6 +248,7 @@ def _template(
         "resourceNames": names,
         "resourceNamesText": "\n".join(names),  # one per line, for `globs` params
         "hostNetwork": spec.get("hostNetwork") is True,
+        "fabricDevices": _fabric_devices(template),
         "resourceClaims": len(claims) if isinstance(claims, list) else 0,
     }
 
