@@ -308,6 +308,7 @@ def test_template_facts() -> None:
         "resourceNames": ["cpu", "nvidia.com/gpu", "rdma/ib", "vpc.amazonaws.com/efa"],
         "resourceNamesText": "cpu\nnvidia.com/gpu\nrdma/ib\nvpc.amazonaws.com/efa",
         "hostNetwork": True,
+        "fabricDevices": False,
         "resourceClaims": 1,
     }
 
