@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kubegap import manifests
+from kubegap import cli, manifests
 from kubegap.config import Settings, load_config
 from kubegap.errors import UsageError
 from kubegap.evaluate import Engine, build_engine
@@ -179,3 +179,15 @@ def test_an_unpriced_rule_says_why() -> None:
     assert finding.rule == "no-placebo-timeout" and finding.severity is Severity.LOW  # its own severity
     assert finding.impact is not None and finding.impact.saved is None
     assert finding.to_json()["impact"]["reason"] == "the cost model does not price this rule"
+
+
+def test_the_readme_shows_the_priced_finding_kubegap_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
+    section = readme[readme.index("A finding looks like this") :]
+    shown = section.split("```\n", 2)[1]
+    example = "policies/checkpoint-interval/examples/fail-4096-gpus-five-hour-interval.yaml"
+    cli.main(["lint", "--jobs", "1", str(EXAMPLES / "fail-4096-gpus-five-hour-interval.yaml")])
+    printed = capsys.readouterr().out.replace(
+        str(EXAMPLES / "fail-4096-gpus-five-hour-interval.yaml"), example
+    )
+    assert printed.startswith(shown)
