@@ -23,6 +23,8 @@ class CompiledValidation:
     message_expression: Program | None
     field_path: Program | None
     remediation: str
+    # whether a value kubegap cannot see could change its verdict: only then are unseen sources listed
+    reads_values: bool = True
 
     @property
     def severity(self) -> Severity:
@@ -130,6 +132,7 @@ def compile_policies(
                     backend, policy, f"validation {v.name} fieldPathExpression", v.field_path_expression
                 ),
                 remediation=fill(v.remediation or policy.remediation, policy, params),
+                reads_values=_reads_values(policy, v),
             )
             for v in selected_rules(policy, settings)
         )
@@ -169,6 +172,17 @@ def _variable_users(validations: Sequence[CompiledValidation]) -> frozenset[int]
 
 
 _VARIABLES = re.compile(r"\bvariables\b")
+# Facts that come from env, flags or declarations, which a Secret or an absent ConfigMap can hide.
+_VALUE_FACTS = re.compile(
+    r"\b(?:container\.(?:env\w*|unresolved\w*|collectiveTimeout|framework)|facts\.checkpoint|object|variables)\b"
+)
+
+
+def _reads_values(policy: Policy, validation: Validation) -> bool:
+    """A liveness-probe finding does not depend on an HF_TOKEN from a Secret: list unseen sources only
+    where the validation reads a fact they could have set."""
+    texts = (policy.applies_to, validation.expression, validation.applies_to, validation.message_expression)
+    return any(t is not None and _VALUE_FACTS.search(t) for t in texts)
 
 
 def _must(program: Program | None) -> Program:

@@ -618,3 +618,12 @@ def test_an_accelerator_count_that_cannot_be_read_is_a_finding(value: Any) -> No
 def test_a_readable_count_is_no_finding(value: Any) -> None:
     findings = build_engine(Settings()).evaluate(_templated(value)).findings
     assert not [f for f in findings if f.policy == "unresolved-count"]
+
+
+def test_a_finding_lists_unseen_values_only_where_they_could_change_it() -> None:
+    obj = _templated(8)
+    container = obj["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    container["env"] = [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}]
+    findings = {f.rule: f for f in build_engine(Settings()).evaluate(obj).findings}
+    assert findings["liveness-probe"].unresolved == ()  # a probe is no env value
+    assert findings["nccl-nic-hints"].unresolved == ("env HF_TOKEN from Secret hf (never read)",)
