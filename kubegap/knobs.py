@@ -34,6 +34,8 @@ class Knob:
     only_if: OnlyIf | None
     # lower-cased values that keep checkpointing on, on a schedule no time bound follows from (per epoch)
     unbounded_by: frozenset[str] = frozenset()
+    # flags without which the knob does nothing: a checkpoint interval with no directory saves nothing
+    requires: frozenset[str] = frozenset()
 
     def matches_override(self, key: str) -> bool:
         return any(
@@ -78,6 +80,7 @@ def _knob(raw: Mapping[str, Any]) -> Knob:
         unit=raw.get("unit"),
         disabled_by=frozenset(v.lower() for v in raw.get("disabledBy", ())),
         unbounded_by=frozenset(v.lower() for v in raw.get("unboundedBy", ())),
+        requires=frozenset(raw.get("requires", ())),
         only_if=OnlyIf(
             frozenset(only["flags"]), frozenset(v.lower() for v in only["values"]), bool(only.get("orUnset"))
         )

@@ -102,6 +102,13 @@ def container_readings(
         if knob.annotation or not _applies(knob, cmd):
             continue
         for written, raw, path in _raw_values(knob, cmd, env, base, argv_only):
+            if knob.requires and not cmd.flag_values(knob.requires):
+                # Megatron-LM saves only `if args.save and args.save_interval` (megatron/training/training.py)
+                missing = " or ".join(sorted(knob.requires))
+                readings.append(
+                    Reading("checkpointDisabled", None, _label(f"{written} without {missing}", knob), path)
+                )
+                continue
             value = _expand(raw, env) if raw is not None else None
             if knob.setting in ("checkpointDisabled", "checkpointUnbounded"):
                 if value is not None and value.strip().lower() in knob.disabled_by | knob.unbounded_by:

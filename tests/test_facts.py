@@ -361,7 +361,8 @@ def test_env_facts_list_only_visible_values() -> None:
 
 def test_checkpoint_knobs_of_containers_without_accelerators_do_not_count() -> None:
     obj = job(
-        gpu(args=["--save-interval", "100"]), {"name": "uploader", "args": ["train_time_interval=01:00:00"]}
+        gpu(args=["--save-interval", "100", "--save", "/ckpt"]),
+        {"name": "uploader", "args": ["train_time_interval=01:00:00"]},
     )
     checkpoint = gather(obj).facts["checkpoint"]
     assert checkpoint["steps"]["steps"] == 100

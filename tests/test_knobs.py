@@ -249,13 +249,17 @@ def test_no_collective_timeout(case: str, container: dict[str, Any], mentions: l
 
 # (case, container, expected facts.checkpoint without unresolvedText)
 CHECKPOINTS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
-    ("Megatron save interval with =", {"args": ["--save-interval=500"]}, {"steps": 500}),
+    ("Megatron save interval with =", {"args": ["--save-interval=500", "--save=/ckpt"]}, {"steps": 500}),
     (
         "Megatron save interval inside bash -c torchrun",
-        bash("torchrun --nnodes 2 pretrain_gpt.py --save-interval 500"),
+        bash("torchrun --nnodes 2 pretrain_gpt.py --save-interval 500 --save /ckpt"),
         {"steps": 500},
     ),
-    ("Megatron persistent save interval", {"args": ["--persistent-save-interval", "1000"]}, {"steps": 1000}),
+    (
+        "Megatron persistent save interval",
+        {"args": ["--persistent-save-interval", "1000", "--save", "/ckpt"]},
+        {"steps": 1000},
+    ),
     (
         "NeMo time interval",
         {"args": ["exp_manager.checkpoint_callback_params.train_time_interval=00:10:00"]},
@@ -328,8 +332,12 @@ CHECKPOINTS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ),
     ("torchtitan interval", {"args": ["--checkpoint.interval", "250"]}, {"steps": 250}),
     ("Accelerate steps", {"args": ["--checkpointing_steps", "50"]}, {"steps": 50}),
-    ("$VAR steps", {"args": ["--save-interval", "$SAVE"], **env(SAVE="200")}, {"steps": 200}),
-    ("zero steps are unreadable", {"args": ["--save-interval", "0"]}, {}),
+    (
+        "$VAR steps",
+        {"args": ["--save-interval", "$SAVE", "--save", "/ckpt"], **env(SAVE="200")},
+        {"steps": 200},
+    ),
+    ("zero steps are unreadable", {"args": ["--save-interval", "0", "--save", "/ckpt"]}, {}),
     ("epoch steps are unreadable", {"args": ["--checkpointing_steps", "epoch"]}, {}),
     ("nothing", {"args": ["train.py"]}, {}),
 ]
@@ -355,7 +363,7 @@ def test_checkpoint(case: str, container: dict[str, Any], expected: dict[str, An
 
 
 def test_checkpoint_paths_point_at_the_knob() -> None:
-    found = gather(job(bash("torchrun pretrain_gpt.py --save-interval 500"))).facts["checkpoint"]
+    found = gather(job(bash("torchrun pretrain_gpt.py --save-interval 500 --save /ckpt"))).facts["checkpoint"]
     assert found["steps"] == {
         "steps": 500,
         "source": "--save-interval 500 (Megatron-LM)",
@@ -374,9 +382,9 @@ def test_checkpoint_paths_point_at_the_knob() -> None:
 def test_step_time_turns_steps_into_time(
     annotations: dict[str, str], template_annotations: dict[str, str], interval: float, source: str
 ) -> None:
-    found = gather(job({"args": ["--save-interval", "500"]}, annotations, template_annotations)).facts[
-        "checkpoint"
-    ]
+    found = gather(
+        job({"args": ["--save-interval", "500", "--save", "/ckpt"]}, annotations, template_annotations)
+    ).facts["checkpoint"]
     assert found["interval"]["seconds"] == pytest.approx(interval)
     assert source in found["interval"]["source"]
     assert "steps" not in found
@@ -402,7 +410,7 @@ def test_checkpoint_interval_declaration() -> None:
     ],
 )
 def test_unparsable_declaration_is_absent_and_recorded(annotation: str, text: str) -> None:
-    gathered = gather(job({"args": ["--save-interval", "500"]}, {annotation: text}))
+    gathered = gather(job({"args": ["--save-interval", "500", "--save", "/ckpt"]}, {annotation: text}))
     assert "interval" not in gathered.facts["checkpoint"]
     assert "collectiveTimeout" not in gathered.units["container"][0].bindings["container"]
     (invalid,) = gathered.invalid
@@ -420,7 +428,7 @@ def test_template_declaration_shadows_the_workload_one_even_when_unparsable() ->
 
 
 def test_step_interval_without_step_time_keeps_the_steps() -> None:
-    found = gather(job({"args": ["--save-interval", "500"]})).facts["checkpoint"]
+    found = gather(job({"args": ["--save-interval", "500", "--save", "/ckpt"]})).facts["checkpoint"]
     assert "interval" not in found
     assert found["steps"]["steps"] == 500
 
@@ -429,7 +437,7 @@ def test_unreadable_checkpoint_knob_is_listed() -> None:
     found = gather(
         job(
             {
-                "args": ["--save-interval", "$(EVERY)"],
+                "args": ["--save-interval", "$(EVERY)", "--save", "/ckpt"],
                 "env": [{"name": "EVERY", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}],
             }
         )
@@ -616,3 +624,24 @@ def test_override_patterns(pattern: str, key: str, matches: bool) -> None:
 def test_resource_classes(resource: str, gpu: bool, accelerator: bool) -> None:
     assert CATALOGUE.is_gpu(resource) is gpu
     assert CATALOGUE.is_accelerator(resource) is accelerator
+
+
+@pytest.mark.parametrize(
+    ("args", "disabled"),
+    [
+        (["--save-interval", "500"], "--save-interval 500 without --save (Megatron-LM)"),
+        (
+            ["--persistent-save-interval=500", "--load", "/ckpt"],
+            "--persistent-save-interval 500 without --save (Megatron-LM)",
+        ),
+        (["--save-interval", "500", "--save", "/ckpt"], None),
+    ],
+)
+def test_a_megatron_interval_without_a_save_directory_saves_nothing(
+    args: list[str], disabled: str | None
+) -> None:
+    checkpoint = gather(job({"args": args})).facts["checkpoint"]
+    if disabled is None:
+        assert "disabled" not in checkpoint and checkpoint["steps"]["steps"] == 500
+    else:
+        assert checkpoint["disabled"]["source"] == disabled

@@ -69,7 +69,7 @@ def read(
 
 
 def test_readings_carry_setting_value_source_and_absolute_path() -> None:
-    found, unreadable = read({"args": ["--save-interval", "500", "--ddp_timeout=60"]})
+    found, unreadable = read({"args": ["--save-interval", "500", "--ddp_timeout=60", "--save", "/ckpt"]})
     assert unreadable == []
     assert sorted(found, key=lambda r: r.setting) == [
         readings.Reading("checkpointSteps", 500.0, "--save-interval 500 (Megatron-LM)", (*BASE, "args", 0)),

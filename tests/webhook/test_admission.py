@@ -179,7 +179,8 @@ def test_policy_actions_audit_only(reviewer: MakeReviewer) -> None:
     assert annotations["audited"] == "restart-budget/auto-restart"
     assert "restart-budget" not in annotations["denied"] + annotations["warned"]
     assert not any(w.startswith("restart-budget/") for w in response["warnings"])
-    assert any(w.startswith("checkpoint-interval/interval-declared") for w in response["warnings"])
+    # --save-interval without --save saves nothing (RULES.md v2)
+    assert any(w.startswith("checkpoint-interval/checkpointing-enabled") for w in response["warnings"])
     assert "checkpoint-interval" not in response["status"]["message"]
     assert "gpu-nic-topology/no-transport-fallback" in response["status"]["message"]
 
