@@ -627,3 +627,11 @@ def test_a_finding_lists_unseen_values_only_where_they_could_change_it() -> None
     findings = {f.rule: f for f in build_engine(Settings()).evaluate(obj).findings}
     assert findings["liveness-probe"].unresolved == ()  # a probe is no env value
     assert findings["nccl-nic-hints"].unresolved == ("env HF_TOKEN from Secret hf (never read)",)
+
+
+def test_a_tpu_trainer_is_told_about_accelerators_not_gpus() -> None:
+    obj = _templated(8)
+    resources = obj["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"]
+    resources["limits"] = {"google.com/tpu": 4}
+    [finding] = [f for f in build_engine(Settings()).evaluate(obj).findings if f.rule == "liveness-probe"]
+    assert finding.message == "no livenessProbe: a hung trainer keeps its accelerators until a person notices"
