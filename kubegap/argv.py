@@ -48,6 +48,7 @@ class CommandLine:
     )  # flag -> (pos, value)
     overrides: tuple[tuple[str, str, Token], ...] = ()
     launches_mpi: bool = False  # mpirun/mpiexec starts the ranks: its flags are the ranks' flags too
+    sourced: tuple[str, ...] = ()  # files a script reads with `source FILE` or `. FILE`: unseen variables
 
     def flag_values(self, names: frozenset[str]) -> list[tuple[str, str | None, Token]]:
         """(flag, value, token) of the named flags, in command-line order."""
@@ -187,8 +188,10 @@ def tokenize(container: Mapping[str, object]) -> CommandLine:
         tokens.append(Token(word, path))
         script_next = _opens_script(words, position)
     env: list[Assignment] = []
+    sourced: list[str] = []
     for script_words, path, first in scripts:
         env.extend(_script_assignments(script_words, path, first))
+        sourced.extend(_sourced(script_words))
     index: dict[str, list[tuple[int, str | None]]] = {}
     for position, flag, value in _flags(tokens):
         index.setdefault(flag, []).append((position, value))
@@ -199,7 +202,22 @@ def tokenize(container: Mapping[str, object]) -> CommandLine:
         {k: tuple(v) for k, v in index.items()},
         tuple(_overrides(tokens)),
         any(t.text.rsplit("/", 1)[-1] in _MPI_LAUNCHERS for t in tokens),
+        tuple(sourced),
     )
+
+
+def _sourced(words: list[str]) -> Iterator[str]:
+    """Files a script reads into its own shell (GKE's `source /usr/local/gib/scripts/set_nccl_env.sh`)."""
+    at_start = True
+    for index, word in enumerate(words):
+        if word in _SEPARATORS:
+            at_start = True
+            continue
+        if at_start and word in (".", "source") and index + 1 < len(words):
+            following = words[index + 1]
+            if following not in _SEPARATORS:
+                yield following
+        at_start = False
 
 
 def _script_assignments(words: list[str], path: FieldPath, first: int) -> Iterator[Assignment]:

@@ -36,6 +36,9 @@ class Environment:
         return var.value if var else None
 
 
+SOURCED = "script sources"
+
+
 def _ref(source: Any) -> tuple[str, str]:
     source = raw.mapping(source)
     return str(source.get("name", "")), str(source.get("key", ""))
@@ -100,9 +103,11 @@ def resolve(
     configmaps: ConfigMaps,
     script: Sequence[Assignment] = (),
     forwarded: Sequence[Variable] = (),
+    sourced: Sequence[str] = (),
 ) -> Environment:
     variables: dict[str, Variable] = {}
-    unresolved: list[str] = []
+    # a file the script sources may set any variable: like an unreadable envFrom, its names are unknown
+    unresolved: list[str] = [f"{SOURCED} {name} (its variables cannot be seen)" for name in sourced]
     env_from = container.get("envFrom")
     env = container.get("env")
     for item in (

@@ -157,6 +157,7 @@ def _container(
         scratch.configmaps,
         cmd.env,
         forwarded,
+        cmd.sourced,
     )
     found, unreadable = readings.container_readings(scratch.catalogue, cmd, environment, container.path)
     if launch and not cmd.launches_mpi:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubegap import argv, durations
-from kubegap.env import Environment
+from kubegap.env import SOURCED, Environment
 from kubegap.fieldpath import FieldPath
 from kubegap.knobs import Catalogue, Framework, Knob
 
@@ -142,7 +142,7 @@ def hidden(
     for knob in env_knobs:
         if any(name in env.variables and env.variables[name].value is None for name in knob.env):
             return True
-    unseen_sources = any(u.startswith("envFrom ") for u in env.unresolved)
+    unseen_sources = any(u.startswith(("envFrom ", SOURCED)) for u in env.unresolved)
     readers = {k.framework for k in env_knobs}
     return unseen_sources and (None in readers or (recognised is not None and recognised.name in readers))
 

@@ -306,3 +306,18 @@ def test_mpirun_forward_paths() -> None:
 def test_mpirun_options_end_at_the_program(line: str, forwarded: list[str]) -> None:
     cmd = tokenize({"command": ["bash", "-c", line]})
     assert [a.name for a in cmd.forwarded] == forwarded
+
+
+@pytest.mark.parametrize(
+    ("script", "sourced"),
+    [
+        (
+            "source /usr/local/gib/scripts/set_nccl_env.sh && torchrun t.py",
+            ("/usr/local/gib/scripts/set_nccl_env.sh",),
+        ),
+        ("set -e\n. ./env.sh; python t.py", ("./env.sh",)),
+        ("echo source x; python t.py --from . ", ()),  # only a command that sources, not a word
+    ],
+)
+def test_a_script_that_sources_a_file_says_so(script: str, sourced: tuple[str, ...]) -> None:
+    assert tokenize({"command": ["bash", "-c", script]}).sourced == sourced
