@@ -127,7 +127,7 @@ def _lint(args: argparse.Namespace) -> int:
     from kubegap.evaluate import build_engine
     from kubegap.inputs import expand
     from kubegap.lint import exit_code, jobs_from, lint
-    from kubegap.options import settings_from_args
+    from kubegap.options import parse_outputs, settings_from_args
 
     settings = settings_from_args(args)
     engine = build_engine(settings)
@@ -142,7 +142,7 @@ def _lint(args: argparse.Namespace) -> int:
             "`kubegap lint --examples` lints the bundled examples)",
             file=sys.stderr,
         )
-    outputs = _outputs(args.output)  # before linting, so that a typo fails at once
+    outputs = parse_outputs(args.output, LINT_FORMATS)  # before linting, so that a typo fails at once
     formats = {args.format, *(fmt for fmt, _ in outputs)}
     stdin = sys.stdin.buffer if "-" in files else None
     # SARIF counts passes and JUnit lists them as test cases; the other formats need only the findings.
@@ -175,18 +175,6 @@ def _warn_unlocated(formats: set[str], report: LintReport) -> None:
             "or pipe `helm template` output, which names them",
             file=sys.stderr,
         )
-
-
-def _outputs(specs: Sequence[str]) -> list[tuple[str, str]]:
-    from kubegap.errors import UsageError
-
-    outputs = []
-    for spec in specs:
-        fmt, equals, path = spec.partition("=")
-        if not equals or fmt not in LINT_FORMATS or not path:
-            raise UsageError(f"--output {spec!r}: write FORMAT=PATH, FORMAT one of {', '.join(LINT_FORMATS)}")
-        outputs.append((fmt, path))
-    return outputs
 
 
 def _lint_output(

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from dataclasses import replace
 
 from kubegap.cel import BACKENDS
 from kubegap.config import Settings, load_config, parse_set
+from kubegap.errors import UsageError
 from kubegap.findings import Severity
 
 SEVERITIES = [s.value for s in Severity]
@@ -86,3 +88,14 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         cel_backend=args.cel_backend or settings.cel_backend,
     )
     return settings.with_params(parse_set(args.set_params))
+
+
+def parse_outputs(specs: Sequence[str], formats: Sequence[str]) -> list[tuple[str, str]]:
+    """`--output FORMAT=PATH` values (lint and audit), checked before any work, so a typo fails at once."""
+    outputs = []
+    for spec in specs:
+        fmt, equals, path = spec.partition("=")
+        if not equals or fmt not in formats or not path:
+            raise UsageError(f"--output {spec!r}: write FORMAT=PATH, FORMAT one of {', '.join(formats)}")
+        outputs.append((fmt, path))
+    return outputs

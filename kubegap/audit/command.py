@@ -22,7 +22,7 @@ from kubegap.config import Settings
 from kubegap.errors import KubegapError
 from kubegap.evaluate import Engine, build_engine
 from kubegap.findings import Severity
-from kubegap.options import add_engine_arguments, settings_from_args
+from kubegap.options import add_engine_arguments, parse_outputs, settings_from_args
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         settings = settings_from_args(args)
         scope = scope_from(settings.audit, args)
-        outputs = output.parse_outputs(args.output)  # before connecting: a typo fails at once
+        outputs = parse_outputs(args.output, output.FORMATS)  # before connecting: a typo fails at once
         if args.print_rbac:
             sys.stdout.write(rbac.render(scope.resolve_configmaps, args.write_policyreports))
             return EXIT_CLEAN

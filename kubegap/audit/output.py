@@ -65,17 +65,6 @@ def write(
         text.write(out, result, cluster)
 
 
-def parse_outputs(specs: Sequence[str]) -> list[tuple[str, str]]:
-    """`--output FORMAT=PATH` values, checked before the audit runs."""
-    outputs = []
-    for spec in specs:
-        fmt, equals, path = spec.partition("=")
-        if not equals or fmt not in FORMATS or not path:
-            raise UsageError(f"--output {spec!r}: write FORMAT=PATH, FORMAT one of {', '.join(FORMATS)}")
-        outputs.append((fmt, path))
-    return outputs
-
-
 def write_file(
     path: str, fmt: str, result: AuditResult, cluster: str = "", policies: Sequence[Policy] = ()
 ) -> None:
