@@ -92,6 +92,28 @@ class CostOutput(_Model):
     summary: SummaryRecord
 
 
+class FixOutcome(_Model):
+    policy: str
+    rule: str
+    object: ObjectRecord
+    container: str | None
+    line: int | None
+    result: Literal["fixed", "todo", "not fixed"] = Field(
+        description="fixed: the patch settles it; todo: a TODO value a person must fill in; not fixed: "
+        "no safe fix, with the reason in note"
+    )
+    note: str
+
+
+class FixOutput(_Model):
+    diff: str = Field(description="the unified diff `kubegap fix -` would make; nothing is applied")
+    changed: bool
+    fixed: int
+    todo: int
+    notFixed: int
+    outcomes: list[FixOutcome]
+
+
 class RuleCount(_Model):
     policy: str
     rule: str

@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import Literal
 
 from kubegap.audit.runner import AuditResult, Offender
 from kubegap.findings import Finding, Result, Severity, Summary, WorkloadCost
+from kubegap.fix.checked import Outcome
 from kubegap.mcp.models import (
     FindingRecord,
+    FixOutcome,
     ObjectRecord,
     OffenderRecord,
     RuleCount,
@@ -42,6 +45,22 @@ def finding_record(finding: Finding) -> FindingRecord:
 def cost_record(cost: WorkloadCost) -> WorkloadCostRecord:
     savings = [Saving(policy=p, rule=r, savedGpuHoursPerMonth=round(s, 1)) for (p, r), s in cost.savings]
     return WorkloadCostRecord.model_validate({**cost.to_json(), "savings": savings})
+
+
+def fix_outcome(outcome: Outcome) -> FixOutcome:
+    f = outcome.finding
+    result: Literal["fixed", "todo", "not fixed"] = (
+        "todo" if outcome.todo else "fixed" if outcome.fixed else "not fixed"
+    )
+    return FixOutcome(
+        policy=f.policy,
+        rule=f.rule,
+        object=ObjectRecord.model_validate(f.object.to_json()),
+        container=f.container,
+        line=f.line,
+        result=result,
+        note=excerpt(outcome.note),
+    )
 
 
 def summary_record(summary: Summary) -> SummaryRecord:

@@ -25,7 +25,15 @@ from pydantic import BaseModel, Field
 
 from kubegap import __version__
 from kubegap.errors import KubegapError
-from kubegap.mcp.models import AuditOutput, CostOutput, LintOutput, NodesOutput, PolicyDetail, PolicyList
+from kubegap.mcp.models import (
+    AuditOutput,
+    CostOutput,
+    FixOutput,
+    LintOutput,
+    NodesOutput,
+    PolicyDetail,
+    PolicyList,
+)
 from kubegap.mcp.tools import MAX_LIMIT, Toolbox
 
 log = logging.getLogger("kubegap.mcp.calls")
@@ -135,6 +143,18 @@ def _lint(server: MCPServer, toolbox: Toolbox) -> None:
         return await _call(
             "estimate_cost", {"manifests": manifests}, partial(toolbox.estimate_cost, manifests)
         )
+
+    @_tool(
+        server,
+        "Suggest the fix for manifests",
+        "The patch `kubegap fix` would make to YAML or JSON text, as a unified diff: the missing settings "
+        "added where the framework reads them, in the file's own style, each checked by linting again. "
+        "Nothing is applied or written; findings with no safe fix say why.",
+    )
+    async def suggest_fix(
+        manifests: Annotated[str, Field(description="YAML or JSON text; documents separated by ---")],
+    ) -> Annotated[CallToolResult, FixOutput]:
+        return await _call("suggest_fix", {"manifests": manifests}, partial(toolbox.suggest_fix, manifests))
 
 
 def _policies(server: MCPServer, toolbox: Toolbox) -> None:

@@ -16,6 +16,7 @@ from kubegap.mcp.models import (
     AuditOutput,
     CostOutput,
     FindingRecord,
+    FixOutput,
     LintOutput,
     NodesOutput,
     PolicyDetail,
@@ -76,6 +77,20 @@ def _subject(finding: FindingRecord) -> str:
 def lint_text(out: LintOutput) -> str:
     lines = [f"kubegap lint: {_counts(out.summary)}", "", *_rules(out.byRule, out.findings)]
     lines += ["", "Every finding, with remediation and field path, is in structuredContent.findings."]
+    return cap("\n".join(lines) + "\n")
+
+
+def fix_text(out: FixOutput) -> str:
+    """Counts, then the diff itself (a patch an agent can show or apply), capped like every summary."""
+    lines = [
+        f"kubegap fix (nothing applied): {out.fixed} fixed, {out.todo} left as TODO, "
+        f"{out.notFixed} without a safe fix",
+        "",
+    ]
+    lines += [f"  not fixed: {o.policy}/{o.rule}: {o.note}" for o in out.outcomes if o.result == "not fixed"][
+        :10
+    ]
+    lines += ["", out.diff or "(no change)"]
     return cap("\n".join(lines) + "\n")
 
 

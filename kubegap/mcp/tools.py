@@ -24,6 +24,7 @@ from kubegap.mcp.models import (
     AuditOutput,
     CostOutput,
     CoverageRecord,
+    FixOutput,
     LintOutput,
     NodesOutput,
     PolicyDetail,
@@ -34,6 +35,7 @@ from kubegap.mcp.records import (
     audit_rule_counts,
     cost_record,
     finding_record,
+    fix_outcome,
     offender_record,
     rule_counts,
     summary_record,
@@ -82,6 +84,29 @@ class Toolbox:
             summary=summary_record(report.summary),
         )
         return out, summary.cost_text(out)
+
+    def suggest_fix(self, text: str) -> tuple[FixOutput, str]:
+        """The patch `kubegap fix -` would make, as a diff; nothing is applied or written."""
+        from kubegap.fix.files import Refused, Source, fix_source, scope_for
+
+        data = text.encode("utf-8")
+        if len(data) > MAX_MANIFEST_BYTES:
+            raise UsageError(f"manifests exceed {MAX_MANIFEST_BYTES:,} bytes; fix them in parts")
+        source = Source(inputs.STDIN_NAME, None, None, data)
+        try:
+            fixed = fix_source(source, scope_for([source], self.engine, lambda _finding: True))
+        except Refused as err:
+            raise UsageError(f"no fix can be planned: {err}") from None
+        outcomes = [fix_outcome(o) for o in fixed.outcomes]
+        out = FixOutput(
+            diff=fixed.diff(),
+            changed=fixed.changed,
+            fixed=sum(o.result == "fixed" for o in outcomes),
+            todo=sum(o.result == "todo" for o in outcomes),
+            notFixed=sum(o.result == "not fixed" for o in outcomes),
+            outcomes=outcomes,
+        )
+        return out, summary.fix_text(out)
 
     def lint_manifests(self, text: str, policies: Sequence[str] = ()) -> tuple[LintOutput, str]:
         report = self.lint(text, policies)

@@ -162,3 +162,17 @@ async def test_estimate_cost_prices_the_incident_shaped_job(client: Client) -> N
     text = result.content[0].text  # type: ignore[union-attr]
     assert "GPU-h/month at risk  PyTorchJob/llm/llm-405b-pretrain (4096 GPUs)" in text
     assert "fixing checkpoint-interval/interval-bounded saves ≈ 441k" in text
+
+
+async def test_suggest_fix_gives_exactly_the_diff_kubegap_fix_prints(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(FAILING_PYTORCHJOB.encode("utf-8"))))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["fix", "-"]) == 1  # a diff to show: the CLI says so with exit 1
+    result = await client.call_tool("suggest_fix", {"manifests": FAILING_PYTORCHJOB})
+    record = result.structured_content or {}
+    assert record["changed"] is True and record["diff"] == out.getvalue()
+    assert record["fixed"] + record["todo"] >= 1
+    assert record["diff"] in result.content[0].text  # type: ignore[union-attr]

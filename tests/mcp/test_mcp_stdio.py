@@ -37,6 +37,7 @@ async def test_stdio_server_answers_tools_and_logs_each_call(
     assert tools == {
         "lint_manifests",
         "estimate_cost",
+        "suggest_fix",
         "list_policies",
         "explain_policy",
         "audit_cluster",
@@ -68,5 +69,5 @@ async def test_clients_on_the_initialize_handshake_get_the_same_tools(
             tools = {t.name: t for t in (await client.list_tools()).tools}
             lint = await client.call_tool("lint_manifests", {"manifests": FAILING_PYTORCHJOB})
     assert all(t.output_schema and t.annotations and t.annotations.read_only_hint for t in tools.values())
-    assert len(tools) == 6 and (lint.structured_content or {})["total"] > 0
+    assert len(tools) == 7 and (lint.structured_content or {})["total"] > 0
     assert lint.content[0].text.startswith("kubegap lint: 1 object(s) checked")  # type: ignore[union-attr]

@@ -14,11 +14,20 @@ from tests.support.samples import FAILING_PYTORCHJOB
 
 pytestmark = pytest.mark.anyio
 
-TOOLS = {"lint_manifests", "estimate_cost", "list_policies", "explain_policy", "audit_cluster", "check_nodes"}
+TOOLS = {
+    "lint_manifests",
+    "estimate_cost",
+    "suggest_fix",
+    "list_policies",
+    "explain_policy",
+    "audit_cluster",
+    "check_nodes",
+}
 CALLS: list[tuple[str, dict[str, Any]]] = [
     ("lint_manifests", {"manifests": FAILING_PYTORCHJOB}),
     ("lint_manifests", {"manifests": FAILING_PYTORCHJOB, "policies": ["nccl-timeout"]}),
     ("estimate_cost", {"manifests": FAILING_PYTORCHJOB}),
+    ("suggest_fix", {"manifests": FAILING_PYTORCHJOB}),
     ("list_policies", {}),
     ("explain_policy", {"id": "checkpoint-interval"}),
     ("audit_cluster", {}),
