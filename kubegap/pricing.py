@@ -193,17 +193,15 @@ def price(
     """Each failing finding with what its fix saves (and, where the policy says so, a severity to match),
     and the workload's expected loss."""
     failing = [f for f in results if f.result is Result.FAIL]
-    now_situation = replace(base, slow=_taxed(failing, pricing))
-    now_inputs = inputs(now_situation, settings)
-    now = lost_gpu_hours(now_inputs)
-    priced = [_priced(f, now_situation, now, pricing, settings) for f in results]
+    model = _Model(replace(base, slow=_taxed(failing, pricing)), pricing, settings)
+    priced = [model.priced(f) if f.result is Result.FAIL else f for f in results]
     savings = {(f.policy, f.rule): f.impact.saved for f in priced if f.impact and f.impact.saved is not None}
     cost = WorkloadCost(
         ref=ref,
         gpus=base.gpus,
-        lost=now,
-        inputs=now_inputs,
-        young_hours=young_interval(now_inputs),
+        lost=model.now,
+        inputs=model.now_inputs,
+        young_hours=young_interval(model.now_inputs),
         savings=tuple(sorted(savings.items(), key=lambda item: -item[1])),
     )
     return tuple(priced), cost
@@ -215,22 +213,26 @@ def _taxed(failing: Iterable[Finding], pricing: Mapping[tuple[str, str], Pricing
     )
 
 
-def _priced(
-    finding: Finding,
-    now_situation: Situation,
-    now: float,
-    pricing: Mapping[tuple[str, str], Pricing],
-    settings: ImpactSettings,
-) -> Finding:
-    if finding.result is not Result.FAIL:
-        return finding
-    how = pricing.get((finding.policy, finding.rule))
-    if how is None:
-        reason = "the cost model does not price this rule"
-        return replace(finding, impact=Impact(None, reason, inputs(now_situation, settings), None))
-    fixed = inputs(FIXES[how.term](now_situation, how.limit), settings)
-    saved = now - lost_gpu_hours(fixed)
-    impact = Impact(saved, None, inputs(now_situation, settings), fixed)
-    if not how.severity_from_impact:
-        return replace(finding, impact=impact)
-    return replace(finding, impact=impact, severity=Severity(severity_for(saved, settings)))
+class _Model:
+    """One workload's situation priced once, and each fix priced once however many findings share it."""
+
+    def __init__(self, now: Situation, pricing: Mapping[tuple[str, str], Pricing], settings: ImpactSettings):
+        self.situation, self.pricing, self.settings = now, pricing, settings
+        self.now_inputs = inputs(now, settings)
+        self.now = lost_gpu_hours(self.now_inputs)
+        self._fixed: dict[tuple[str, float | None], tuple[Inputs, float]] = {}
+        self._unpriced = Impact(None, "the cost model does not price this rule", self.now_inputs, None)
+
+    def priced(self, finding: Finding) -> Finding:
+        how = self.pricing.get((finding.policy, finding.rule))
+        if how is None:
+            return replace(finding, impact=self._unpriced)
+        key = (how.term, how.limit)
+        if key not in self._fixed:
+            fixed = inputs(FIXES[how.term](self.situation, how.limit), self.settings)
+            self._fixed[key] = (fixed, self.now - lost_gpu_hours(fixed))
+        fixed, saved = self._fixed[key]
+        impact = Impact(saved, None, self.now_inputs, fixed)
+        if not how.severity_from_impact:
+            return replace(finding, impact=impact)
+        return replace(finding, impact=impact, severity=Severity(severity_for(saved, self.settings)))
