@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -82,3 +83,14 @@ def test_every_value_is_described_and_every_described_value_has_a_default() -> N
 
 def test_unknown_top_level_key_is_rejected() -> None:
     assert _errors(_merged({"webhok": {"enabled": False}}))
+
+
+def test_the_values_comment_grants_what_the_rbac_template_grants() -> None:
+    """The comment on audit.resolveConfigMaps says the verbs the audit ClusterRole gets for ConfigMaps."""
+    root = Path(__file__).resolve().parents[2] / "charts" / "kubegap"
+    values = (root / "values.yaml").read_text("utf-8")
+    rbac = (root / "templates" / "audit-rbac.yaml").read_text("utf-8")
+    block = rbac[rbac.index("if $a.resolveConfigMaps") :]
+    verbs = block[block.index("verbs: [") + len("verbs: [") : block.index("]", block.index("verbs: ["))]
+    comment = values[: values.index("resolveConfigMaps:")].rsplit("# --", 1)[1]
+    assert verbs == "get" and "adds get (only) on configmaps" in comment and "watch" not in comment
