@@ -39,8 +39,8 @@ Send = Callable[[Message], Awaitable[None]]
 _JSON = "application/json"
 _TEXT = "text/plain; charset=utf-8"
 _PROMETHEUS = "text/plain; version=0.0.4; charset=utf-8"
-_ROUTES = {"/validate": ("POST",), "/healthz": ("GET", "HEAD"), "/readyz": ("GET", "HEAD")}
-_ROUTES["/metrics"] = ("GET", "HEAD")
+_READ = ("GET", "HEAD")
+_ROUTES = {"/validate": ("POST",), "/healthz": _READ, "/readyz": _READ, "/metrics": _READ}
 
 
 @dataclass(slots=True)
