@@ -84,17 +84,12 @@ class WebhookApp:
     def __init__(self, reviewer: Reviewer, state: ServerState, threads: int) -> None:
         self.reviewer, self.state, self._threads = reviewer, state, threads
         self._pool: ThreadPoolExecutor | None = None  # made where it serves: threads do not survive fork
-        self.in_flight = 0  # requests being answered: a stopping worker waits for them
 
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
         elif scope["type"] == "http":
-            self.in_flight += 1
-            try:
-                await _send(send, await self._route(scope, receive), scope["method"] == "HEAD")
-            finally:
-                self.in_flight -= 1
+            await _send(send, await self._route(scope, receive), scope["method"] == "HEAD")
         else:  # a WebSocket upgrade: nothing here speaks it
             await send({"type": "websocket.close", "code": 1003})
 

@@ -3,8 +3,10 @@
 gunicorn's ASGI worker waits, when it stops, for every open connection to close, up to the graceful
 timeout; the API server keeps idle connections to its webhooks open, so every stop would take the whole
 timeout (the thread worker closes them after a short linger). Here the worker remembers its connections
-and, once it has stopped accepting and no review is in flight, closes the ones left: none of them is in
-the middle of an answer. A request that arrives meanwhile is still answered, with `Connection: close`.
+and, once it has stopped accepting, closes the idle ones at once: those waiting for a request, or still
+reading a request head, with nothing left to send. They are aborted: a graceful TLS close would wait for
+the client's close_notify, and in tests it let a request arriving meanwhile be read and then answered 500.
+A request already read is answered, with `Connection: close`, and then its connection closes.
 """
 
 from __future__ import annotations
@@ -40,11 +42,15 @@ class Worker(ASGIWorker):  # type: ignore[misc]  # gunicorn is untyped
     async def _shutdown(self) -> None:
         for server in self.servers:
             server.close()  # no new connection; gunicorn's own shutdown closes them again, harmlessly
-        deadline = self.loop.time() + self.cfg.graceful_timeout
-        while self.asgi.in_flight and self.loop.time() < deadline:
-            await asyncio.sleep(0.05)
         for protocol in list(self.loop.protocols):
             transport = getattr(protocol, "transport", None)
-            if transport is not None:
+            if transport is not None and _idle(protocol) and not transport.get_write_buffer_size():
                 transport.abort()  # close() would wait for a TLS close_notify an idle client never sends
-        await super()._shutdown()
+        await super()._shutdown()  # waits for the others: each closes after its answer, as not alive
+
+
+def _idle(protocol: Any) -> bool:
+    """Between requests, or still reading a request head: no request taken in. The flags are gunicorn
+    27's; without them no connection counts as idle, and the stop waits as gunicorn's own would."""
+    ready = getattr(protocol, "_request_ready", None)
+    return bool(getattr(protocol, "_awaiting_request", False)) and ready is not None and not ready.is_set()
