@@ -16,7 +16,7 @@ COPY pyproject.toml README.md LICENSE ./
 COPY kubegap ./kubegap
 COPY policies ./policies
 RUN python -m pip wheel --no-deps --wheel-dir /dist .
-# The wheel with the webhook (Flask, gunicorn) and audit (Kubernetes client) extras, in its own venv;
+# The wheel with the webhook (gunicorn) and audit (Kubernetes client) extras, in its own venv;
 # pip itself is not needed at run time.
 RUN python -m venv /opt/kubegap \
  && /opt/kubegap/bin/pip install "$(ls /dist/kubegap-*.whl)[webhook,audit]" \

@@ -6,6 +6,12 @@ Run on demand (not part of the test suite):
     python benchmarks/bench_webhook.py --duration 20 --rates 100,250,500,1000
     python benchmarks/bench_webhook.py --wrk            # also a closed-loop run with Debian's wrk, if present
     python benchmarks/bench_webhook.py --wrk --install-wrk   # apt-get install -y wrk first
+    python benchmarks/bench_webhook.py --rates 200 --stallers 16 --payloads create   # issue 17's case
+    python benchmarks/bench_webhook.py --rates 1000 --duration 60 --payloads create  # twice the design load
+
+With --stallers N, every step runs while N idle TLS connections (handshake done, no request) and N
+connections trickling a request head a byte at a time are held open (tests/webhook/stallers.py). The
+longest gap is the longest time in a step during which no review was answered successfully.
 
 Open-loop load: requests are scheduled at a fixed rate and each latency is measured from its scheduled
 send time, so a server that falls behind shows it in p99 instead of slowing the client down (no
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import itertools
 import json
 import os
 import shutil
@@ -40,7 +47,8 @@ from webhook_payloads import payloads
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "out"
-
+sys.path.insert(0, str(ROOT))
+from tests.webhook.stallers import Stallers  # noqa: E402  (the same stalling clients as the tests)
 
 # --- the server -----------------------------------------------------------------------------------------
 
@@ -127,6 +135,7 @@ class OpenLoop:
         self.latencies: list[float] = []  # from scheduled send time to response read
         self.errors: list[str] = []
         self._finished: list[float] = []
+        self._answered: list[float] = []  # when each successful answer arrived
         self._next = 0
         self._lock = threading.Lock()
         self._threads = [threading.Thread(target=self._run, daemon=True) for _ in range(connections)]
@@ -138,7 +147,10 @@ class OpenLoop:
         for thread in self._threads:
             thread.join(self.duration * 10 + 60)
         elapsed = (max(self._finished) if self._finished else time.perf_counter()) - self._start
-        return summary(self.latencies, self.errors, elapsed, target=self.rate)
+        result = summary(self.latencies, self.errors, elapsed, target=self.rate)
+        end = max(self._finished, default=self._start)
+        result["longest_gap_ms"] = round(longest_gap(self._start, [*self._answered, end]) * 1000, 2)
+        return result
 
     def _slot(self) -> int | None:
         with self._lock:
@@ -148,15 +160,22 @@ class OpenLoop:
             return self._next - 1
 
     def _run(self) -> None:
+        # The client waits as long as the API server would (?timeout=10s); a server that stalls ends the
+        # step in bounded time: what is not sent by 30 s after the step's end counts as an error unsent.
         connection = http.client.HTTPSConnection(
-            "127.0.0.1", self.server.port, context=self.server.context(), timeout=30
+            "127.0.0.1", self.server.port, context=self.server.context(), timeout=10
         )
         headers = {"Content-Type": "application/json"}
+        give_up = self._start + self.duration + 30
         while (slot := self._slot()) is not None:
             scheduled = self._start + slot / self.rate
             delay = scheduled - time.perf_counter()
             if delay > 0:
                 time.sleep(delay)
+            if time.perf_counter() > give_up:
+                with self._lock:
+                    self.errors.append("not sent: the server stalled past the step")
+                continue
             try:
                 connection.request("POST", "/validate?timeout=10s", body=self.body, headers=headers)
                 reply = connection.getresponse()
@@ -172,6 +191,8 @@ class OpenLoop:
                 self.latencies.append(done - scheduled)
                 if problem:
                     self.errors.append(problem)
+                else:
+                    self._answered.append(done)
                 self._finished.append(done)
         connection.close()
 
@@ -235,6 +256,12 @@ def summary(
     }
 
 
+def longest_gap(start: float, finished: list[float]) -> float:
+    """The longest time without a successful answer, from the start of the step to its end."""
+    times = [start, *sorted(finished)]
+    return max((b - a for a, b in itertools.pairwise(times)), default=0.0)
+
+
 def in_process(body: bytes, repeat: int = 300) -> dict[str, float]:
     """The review alone (decode + evaluate + answer), without HTTP or TLS, for comparison."""
     from kubegap.config import Settings
@@ -276,6 +303,9 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--connections", type=int, default=8, help="kept-alive connections (default 8)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--stallers", type=int, default=0, help="idle and trickling connections held (each)")
+    parser.add_argument("--payloads", default="", help="comma-separated payload names (default all)")
+    parser.add_argument("--no-max", action="store_true", help="skip the closed-loop maximum-rate step")
     parser.add_argument("--wrk", action="store_true", help="also a closed-loop run with Debian's wrk")
     parser.add_argument("--install-wrk", action="store_true", help="apt-get install -y wrk before running")
     return parser.parse_args()
@@ -284,12 +314,19 @@ def _arguments() -> argparse.Namespace:
 def _bench(server: Server, body: bytes, args: argparse.Namespace, workdir: Path, name: str) -> dict[str, Any]:
     run: dict[str, Any] = {"bytes": len(body), "in_process": in_process(body)}
     OpenLoop(server, body, 50, 2, args.connections).run()  # warm-up: both workers, every connection
-    for rate in (float(r) for r in args.rates.split(",") if r):
-        load = OpenLoop(server, body, rate, args.duration, args.connections)
-        run[f"open_{int(rate)}"] = _measured(server, load.run)
-        _print(name, f"{int(rate)} req/s", run[f"open_{int(rate)}"])
-    run["max"] = _measured(server, partial(closed_loop, server, body, args.duration, args.connections))
-    _print(name, "max", run["max"])
+    stallers = Stallers(server.port, server.context, args.stallers, args.stallers) if args.stallers else None
+    try:
+        for rate in (float(r) for r in args.rates.split(",") if r):
+            load = OpenLoop(server, body, rate, args.duration, args.connections)
+            run[f"open_{int(rate)}"] = _measured(server, load.run)
+            _print(name, f"{int(rate)} req/s", run[f"open_{int(rate)}"])
+    finally:
+        if stallers:
+            run["stallers"] = {"held": args.stallers, "handshakes_unanswered": stallers.unanswered}
+            stallers.stop()
+    if not args.no_max:
+        run["max"] = _measured(server, partial(closed_loop, server, body, args.duration, args.connections))
+        _print(name, "max", run["max"])
     if args.wrk and shutil.which("wrk"):
         run["wrk"] = with_wrk(server, body, workdir, args.duration, args.connections)
         print(run["wrk"])
@@ -304,8 +341,10 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="kubegap-bench-"))
     server = Server(workdir, args.workers, args.threads)
     try:
+        chosen = [p for p in args.payloads.split(",") if p]
         for name, body in payloads().items():
-            results["runs"][name] = _bench(server, body, args, workdir, name)
+            if not chosen or any(p in name for p in chosen):
+                results["runs"][name] = _bench(server, body, args, workdir, name)
     finally:
         server.stop()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -330,7 +369,8 @@ def _measured(server: Server, step: Callable[[], dict[str, Any]]) -> dict[str, A
 def _print(name: str, step: str, result: dict[str, Any]) -> None:
     print(
         f"{name:22} {step:>9}: {result['achieved_rps']:7.1f} req/s  p50 {result['p50_ms']:8.2f} ms  "
-        f"p99 {result['p99_ms']:8.2f} ms  errors {result['errors']}  "
+        f"p99 {result['p99_ms']:8.2f} ms  max {result['max_ms']} ms  "
+        f"longest gap {result.get('longest_gap_ms', '-')} ms  errors {result['errors']}  "
         f"server CPU {result['server_cpu_ms_per_request']} ms/req",
         flush=True,
     )

@@ -314,7 +314,7 @@ def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         add(sub)
         _verbose(sub)
         sub.set_defaults(run=run)
-    # audit and serve need the Kubernetes client and Flask: import them only when that command runs, so
+    # audit and serve need the Kubernetes client and gunicorn: import them only when that command runs, so
     # `kubegap lint` starts fast; their subparsers still list in `kubegap --help`.
     chosen = _command_word(argv)
     for name, module, help_text in (

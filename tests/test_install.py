@@ -14,10 +14,10 @@ from kubegap.extras import missing_module
 PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 
 
-def test_cluster_client_flask_and_gunicorn_are_base_dependencies() -> None:
+def test_cluster_client_and_gunicorn_are_base_dependencies() -> None:
     project = tomllib.loads(PYPROJECT.read_text("utf-8"))["project"]
     base = {r.split(">")[0].split(";")[0].strip() for r in project["dependencies"]}
-    assert {"kubernetes", "flask", "gunicorn"} <= base
+    assert {"kubernetes", "gunicorn"} <= base
     # 0.1's install lines (`kubegap[webhook,audit]`) still resolve.
     assert {"webhook", "audit"} <= set(project["optional-dependencies"])
 
@@ -33,7 +33,7 @@ def _run_without(module: str, *argv: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize(
     ("module", "argv", "extra"),
-    [("kubernetes", ("audit", "--help"), "audit"), ("flask", ("serve", "--help"), "webhook")],
+    [("kubernetes", ("audit", "--help"), "audit"), ("gunicorn", ("serve", "--help"), "webhook")],
 )
 def test_a_missing_module_is_named_with_its_extra_and_exits_2(
     module: str, argv: tuple[str, ...], extra: str

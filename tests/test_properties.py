@@ -9,12 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
 
 from kubegap.config import Settings
 from kubegap.webhook import create_app
+from kubegap.webhook.app import WebhookApp
 from tests.support import fuzzing
+from tests.webhook.asgi import call
 
 # cel-python raises the interpreter's recursion limit while it evaluates; hypothesis notes it, harmlessly.
 pytestmark = pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
@@ -69,15 +70,15 @@ def test_go_spellings_the_properties_found(text: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def client() -> FlaskClient:
-    return create_app(Settings()).test_client()
+def app() -> WebhookApp:
+    return create_app(Settings())
 
 
-def test_generated_admission_reviews_get_a_4xx_or_an_answer_for_their_uid(client: FlaskClient) -> None:
+def test_generated_admission_reviews_get_a_4xx_or_an_answer_for_their_uid(app: WebhookApp) -> None:
     @BOUNDED
     @given(fuzzing.review_bodies())
     def run(body: bytes) -> None:
-        reply = client.post("/validate", data=body, headers={"Content-Type": "application/json"})
-        fuzzing.check_review(reply.status_code, reply.get_data(), body)
+        reply = call(app, "POST", "/validate", body, {"Content-Type": "application/json"})
+        fuzzing.check_review(reply.status, reply.body, body)
 
     run()

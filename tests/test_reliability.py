@@ -13,9 +13,6 @@ from kubegap.cel import CelError
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "reliability.md"
-# The webhook's end-to-end fault tests under load live in their own module, which may land separately.
-LOAD_TESTS = "tests/webhook/test_faults.py"
-LOAD_MARK = "(webhook load tests)"
 CASES = (
     [f"W{i}" for i in range(1, 36)]
     + [f"P{i}" for i in range(1, 9)]
@@ -34,12 +31,12 @@ def rows() -> dict[str, str]:
     return table
 
 
-def missing(node: str, row: str) -> str | None:
+def missing(node: str) -> str | None:
     """Why `node` (a pytest node id: file, or file::test[params]) does not exist; None when it does."""
     file, _, name = node.partition("::")
     path = ROOT / file
     if not path.is_file():
-        return None if file == LOAD_TESTS and LOAD_MARK in row else f"{file} does not exist"
+        return f"{file} does not exist"
     function = name.split("[", 1)[0]
     if function and not re.search(rf"^\s*def {re.escape(function)}\(", path.read_text("utf-8"), re.M):
         return f"{file} has no test {function}"
@@ -57,18 +54,15 @@ def test_every_row_names_existing_tests_or_why_it_is_out_of_scope() -> None:
         nodes = _NODE.findall(row)
         if not nodes and "out of scope" not in row:
             problems.append(f"{case}: names no test and no reason")
-        problems += [f"{case}: {why}" for node in nodes if (why := missing(node, row))]
+        problems += [f"{case}: {why}" for node in nodes if (why := missing(node))]
     assert problems == []
 
 
 def test_the_checker_catches_a_missing_test() -> None:
-    assert missing("tests/test_reliability.py::test_no_such_test", "") is not None
-    assert missing("tests/no_such_file.py::test_x", "") is not None
-    assert missing("tests/webhook/test_no_such_module.py", LOAD_MARK) is not None, "only the load tests"
-    if not (ROOT / LOAD_TESTS).exists():
-        assert missing(LOAD_TESTS, "a row without the mark") is not None
-        assert missing(LOAD_TESTS, LOAD_MARK) is None
-    assert missing("tests/test_reliability.py::test_the_checker_catches_a_missing_test[x]", "") is None
+    assert missing("tests/test_reliability.py::test_no_such_test") is not None
+    assert missing("tests/no_such_file.py::test_x") is not None
+    assert missing("tests/webhook/test_no_such_module.py") is not None
+    assert missing("tests/test_reliability.py::test_the_checker_catches_a_missing_test[x]") is None
 
 
 @pytest.mark.parametrize("backend", cel.BACKENDS)

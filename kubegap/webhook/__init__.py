@@ -1,7 +1,7 @@
-"""The validating admission webhook: `create_app(settings)` builds the Flask app, `kubegap serve` runs it.
+"""The validating admission webhook: `create_app(settings)` builds the ASGI app, `kubegap serve` runs it.
 
 The app is imported on first use, so that the pure admission logic (`kubegap.webhook.admission`) can be
-used and tested without Flask installed.
+used and tested without the server's dependencies installed.
 """
 
 from __future__ import annotations

@@ -1,15 +1,25 @@
-"""The Flask app: HTTP in front of the pure admission logic, plus health, readiness and metrics."""
+"""The webhook's HTTP face: an ASGI app in front of the pure admission logic, plus health, readiness and
+metrics.
+
+It runs in gunicorn's asyncio worker, so the TLS handshake, the request head and the body of every
+connection are read by the event loop: an idle or trickling connection costs a little memory, never a
+thread. Only a complete review goes to the evaluation pool (`threads` per worker), so the pool is never
+parked on a slow client and a review never waits behind one. The routing is four fixed paths, written
+here rather than taken from a web framework, which cost about a fifth of the time of a review.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-import socket
 import threading
 import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-
-from flask import Flask, Response, request
+from typing import Any
+from urllib.parse import parse_qs
 
 from kubegap import policy
 from kubegap.config import Settings
@@ -22,9 +32,15 @@ from kubegap.workloads import SUPPORTED_KINDS
 
 log = logging.getLogger(__name__)
 
-_CHUNK = 64 * 1024
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
 _JSON = "application/json"
+_TEXT = "text/plain; charset=utf-8"
 _PROMETHEUS = "text/plain; version=0.0.4; charset=utf-8"
+_READ = ("GET", "HEAD")
+_ROUTES = {"/validate": ("POST",), "/healthz": _READ, "/readyz": _READ, "/metrics": _READ}
 
 
 @dataclass(slots=True)
@@ -33,6 +49,14 @@ class ServerState:
 
     metrics: Metrics = field(default_factory=Metrics)
     draining: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    status: int
+    body: bytes
+    content_type: str = _TEXT
+    close: bool = False  # the rest of the request body is never read
 
 
 def build_reviewer(settings: Settings, metrics: Metrics) -> Reviewer:
@@ -46,44 +70,80 @@ def build_reviewer(settings: Settings, metrics: Metrics) -> Reviewer:
 
 
 def create_app(
-    settings: Settings, reviewer: Reviewer | None = None, state: ServerState | None = None
-) -> Flask:
+    settings: Settings,
+    reviewer: Reviewer | None = None,
+    state: ServerState | None = None,
+    threads: int = 4,
+) -> WebhookApp:
     """The webhook app; `reviewer` replaces the one built from `settings` (its metrics are served)."""
     state = state or ServerState(metrics=reviewer.metrics if reviewer else Metrics())
-    reviewer = reviewer or build_reviewer(settings, state.metrics)
-    app = Flask("kubegap.webhook")
+    return WebhookApp(reviewer or build_reviewer(settings, state.metrics), state, threads)
 
-    @app.post("/validate")
-    def validate() -> Response:
-        started = time.monotonic()
-        timeout = request.args.get("timeout")
-        try:
-            if request.mimetype != _JSON:
-                raise _Refused(400, "content-type", f"Content-Type must be {_JSON}")
-            body = _read_body(started + request_timeout(timeout))
-            outcome = reviewer.review(decode(body), timeout, started)
-        except _Refused as refused:
-            return _refuse(state, refused.status, refused.reason, str(refused))
-        except BadReview as err:
-            return _refuse(state, 400, "malformed", str(err))
-        return Response(json.dumps(outcome.review, separators=(",", ":")), 200, mimetype=_JSON)
 
-    @app.get("/healthz")
-    def healthz() -> Response:
-        return Response("ok\n", 200, mimetype="text/plain")
+class WebhookApp:
+    def __init__(self, reviewer: Reviewer, state: ServerState, threads: int) -> None:
+        self.reviewer, self.state, self._threads = reviewer, state, threads
+        self._pool: ThreadPoolExecutor | None = None  # made where it serves: threads do not survive fork
 
-    @app.get("/readyz")
-    def readyz() -> Response:
+    async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "http":
+            await _send(send, await self._route(scope, receive), scope["method"] == "HEAD")
+        else:  # a WebSocket upgrade: nothing here speaks it
+            await send({"type": "websocket.close", "code": 1003})
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while (await receive())["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        await send({"type": "lifespan.shutdown.complete"})
+
+    async def _route(self, scope: Message, receive: Receive) -> Reply:
+        path, method = scope["path"], scope["method"]
+        if path not in _ROUTES:
+            return Reply(404, b"not found\n")
+        if method not in _ROUTES[path]:
+            return Reply(405, b"method not allowed\n")
+        if path == "/validate":
+            return await self._validate(scope, receive)
+        if path == "/metrics":
+            return Reply(200, self.state.metrics.render().encode(), _PROMETHEUS)
         # Policies are compiled before the app exists, so only shutting down makes the server unready.
-        if state.draining.is_set():
-            return Response("shutting down\n", 503, mimetype="text/plain")
-        return Response("ok\n", 200, mimetype="text/plain")
+        if path == "/readyz" and self.state.draining.is_set():
+            return Reply(503, b"shutting down\n")
+        return Reply(200, b"ok\n")
 
-    @app.get("/metrics")
-    def metrics() -> Response:
-        return Response(state.metrics.render(), 200, content_type=_PROMETHEUS)
+    async def _validate(self, scope: Message, receive: Receive) -> Reply:
+        started = time.monotonic()
+        timeout = parse_qs(scope["query_string"].decode("latin-1")).get("timeout", [None])[0]
+        headers = {name.lower(): value for name, value in scope["headers"]}
+        try:
+            length = headers.get(b"content-length")
+            deadline = started + request_timeout(timeout)
+            # Read (within the limits) even a body refused for its type: the connection then stays usable.
+            body = await _read_body(receive, int(length) if length else None, deadline)
+            if _mimetype(headers.get(b"content-type", b"")) != _JSON:
+                raise _Refused(400, "content-type", f"Content-Type must be {_JSON}")
+            self._pool = self._pool or ThreadPoolExecutor(self._threads, "kubegap-review")
+            loop = asyncio.get_running_loop()
+            answer = await loop.run_in_executor(self._pool, self._answer, body, timeout, started)
+        except _Refused as refused:
+            return self._refuse(refused.status, refused.reason, str(refused))
+        except BadReview as err:
+            return self._refuse(400, "malformed", str(err))
+        return Reply(200, answer, _JSON)
 
-    return app
+    def _answer(self, body: bytes, timeout: str | None, started: float) -> bytes:
+        """In the evaluation pool: decoding a large review takes as long as judging it."""
+        outcome = self.reviewer.review(decode(body), timeout, started)
+        return json.dumps(outcome.review, separators=(",", ":")).encode()
+
+    def _refuse(self, status: int, reason: str, message: str) -> Reply:
+        self.state.metrics.inc(BAD_REQUESTS, (reason,))
+        log.info("refused request: %s", message, extra={"fields": {"refused": status, "reason": message}})
+        return Reply(status, message.encode() + b"\n", close=status in (408, 413))
 
 
 class _Refused(Exception):
@@ -92,38 +152,39 @@ class _Refused(Exception):
         self.status, self.reason = status, reason
 
 
-def _read_body(deadline: float) -> bytes:
-    """The body, refused past MAX_BODY_BYTES (checked while reading: chunked bodies are bounded too) or
-    when it has not arrived by the time the API server stops waiting (a trickling client must not hold a
-    worker thread for ever)."""
-    if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
+async def _read_body(receive: Receive, length: int | None, deadline: float) -> bytes:
+    """The body, refused past MAX_BODY_BYTES (before reading it when its length is declared, while reading
+    a chunked one) or when it has not arrived by the time the API server stops waiting."""
+    if length is not None and length > MAX_BODY_BYTES:
         raise _Refused(413, "too-large", f"request body exceeds {MAX_BODY_BYTES} bytes")
-    given = request.environ.get("gunicorn.socket")
-    sock = given if isinstance(given, socket.socket) else None
-    previous = sock.gettimeout() if sock else None
     parts: list[bytes] = []
     size = 0
     try:
-        while True:
-            if sock:
-                sock.settimeout(max(deadline - time.monotonic(), 0.001))
-            if not (chunk := request.stream.read(_CHUNK)):
-                return b"".join(parts)
-            size += len(chunk)
-            if size > MAX_BODY_BYTES:
-                raise _Refused(413, "too-large", f"request body exceeds {MAX_BODY_BYTES} bytes")
-            parts.append(chunk)
+        async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise _Refused(408, "timeout", "the request body was cut off")
+                parts.append(chunk := message.get("body", b""))
+                size += len(chunk)
+                if size > MAX_BODY_BYTES:
+                    raise _Refused(413, "too-large", f"request body exceeds {MAX_BODY_BYTES} bytes")
+                if not message.get("more_body"):
+                    return b"".join(parts)
     except TimeoutError as err:
         raise _Refused(408, "timeout", "request body did not arrive before the request's timeout") from err
-    finally:
-        if sock:
-            sock.settimeout(previous)
 
 
-def _refuse(state: ServerState, status: int, reason: str, message: str) -> Response:
-    state.metrics.inc(BAD_REQUESTS, (reason,))
-    log.info("refused request: %s", message, extra={"fields": {"refused": status, "reason": message}})
-    response = Response(message + "\n", status, mimetype="text/plain")
-    if status in (408, 413):
-        response.headers["Connection"] = "close"  # the rest of the body is never read
-    return response
+def _mimetype(value: bytes) -> str:
+    return value.decode("latin-1").split(";", 1)[0].strip().lower()
+
+
+async def _send(send: Send, reply: Reply, head_only: bool = False) -> None:
+    headers = [
+        (b"content-type", reply.content_type.encode()),
+        (b"content-length", str(len(reply.body)).encode()),
+    ]
+    if reply.close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    await send({"type": "http.response.body", "body": b"" if head_only else reply.body})

@@ -1,9 +1,13 @@
 """`kubegap serve`: the webhook app under gunicorn, over TLS, with graceful drain on SIGTERM.
 
-gthread workers, because the sync worker closes the connection after every request: with TLS that is a
-full handshake per review and about a ninth of the throughput (research: dependencies-and-speed.md §6).
-Policies are compiled once in the master before the workers fork, so a bad policy or config stops the
-start with exit code 2 instead of a crash loop of workers, and workers share the compiled programs.
+gunicorn's asyncio (`asgi`) workers: each reads every connection, its TLS handshake and its requests in
+an event loop and hands complete reviews to a pool of `--threads` evaluation threads. Thread workers
+(gthread) read a new connection's first request in a thread, so clients holding idle or slow connections,
+as the API server holds idle ones, took every thread and stalled all reviews. Connections are kept alive:
+the sync worker's handshake per review costs about a ninth of the throughput (research:
+dependencies-and-speed.md §6). Policies are compiled once in the master before the workers fork, so a bad
+policy or config stops the start with exit code 2 instead of a crash loop of workers, and workers share
+the compiled programs.
 """
 
 from __future__ import annotations
@@ -15,18 +19,17 @@ import shutil
 import signal
 import sys
 import tempfile
-import threading
 from typing import Any
 
-from flask import Flask
 from gunicorn.app.base import BaseApplication  # type: ignore[import-untyped]
 
 from kubegap.errors import KubegapError
 from kubegap.options import add_engine_arguments, settings_from_args
 from kubegap.webhook import jsonlog
-from kubegap.webhook.app import ServerState, create_app
+from kubegap.webhook.app import ServerState, WebhookApp, create_app
 from kubegap.webhook.metrics import CERT_RELOADS, CONFIG_ERRORS, Metrics
 from kubegap.webhook.tls import CertificateFiles
+from kubegap.webhook.worker import Worker
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8443, help="port to listen on (default 8443)")
     parser.add_argument("--bind", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
     parser.add_argument("--workers", type=_positive, default=2, help="worker processes (default 2)")
-    parser.add_argument("--threads", type=_positive, default=4, help="threads per worker (default 4)")
+    parser.add_argument(
+        "--threads", type=_positive, default=4, help="evaluation threads per worker (default 4)"
+    )
     parser.add_argument(
         "--drain-seconds",
         type=float,
@@ -67,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
                 on_reload=lambda: state.metrics.inc(CERT_RELOADS),
                 on_error=lambda _err: state.metrics.inc(CONFIG_ERRORS, ("tls",)),
             )
-            app = create_app(settings_from_args(args), state=state)
+            app = create_app(settings_from_args(args), state=state, threads=args.threads)
         except KubegapError as err:
             print(f"kubegap serve: {err}", file=sys.stderr)
             return 2
@@ -90,13 +95,13 @@ def _options(args: argparse.Namespace, files: CertificateFiles, state: ServerSta
 
     def post_worker_init(worker: Any) -> None:
         state.metrics.start_flusher()
-        signal.signal(signal.SIGTERM, _drain_handler(worker, state, drain))
+        worker.loop.add_signal_handler(signal.SIGTERM, _drain_handler(worker, state, drain))
 
     return {
         "bind": [f"{host}:{args.port}"],
         "workers": args.workers,
-        "threads": args.threads,
-        "worker_class": "gthread",
+        "worker_class": Worker,
+        "asgi_lifespan": "on",
         "certfile": files.cert,
         "keyfile": files.key,
         "ssl_context": ssl_context,
@@ -114,22 +119,19 @@ def _options(args: argparse.Namespace, files: CertificateFiles, state: ServerSta
 
 def _drain_handler(worker: Any, state: ServerState, drain: float) -> Any:
     """SIGTERM: fail /readyz at once, keep serving for `drain` seconds, then gunicorn's graceful stop."""
-    graceful_exit = worker.handle_exit
 
-    def handle(signum: int, frame: Any) -> None:
+    def handle() -> None:
         if state.draining.is_set():
             return
         state.draining.set()
         log.info("SIGTERM: not ready; draining for %.1fs before stopping", drain)
-        timer = threading.Timer(drain, graceful_exit, (signum, frame))
-        timer.daemon = True
-        timer.start()
+        worker.loop.call_later(drain, worker.handle_exit_signal)
 
     return handle
 
 
 class _Server(BaseApplication):  # type: ignore[misc]  # gunicorn is untyped
-    def __init__(self, app: Flask, options: dict[str, Any]) -> None:
+    def __init__(self, app: WebhookApp, options: dict[str, Any]) -> None:
         self._app, self._options = app, options
         super().__init__()
 
@@ -138,7 +140,7 @@ class _Server(BaseApplication):  # type: ignore[misc]  # gunicorn is untyped
             if name in self.cfg.settings:  # settings newer than the installed gunicorn are left out
                 self.cfg.set(name, value)
 
-    def load(self) -> Flask:
+    def load(self) -> WebhookApp:
         return self._app
 
 

@@ -112,6 +112,21 @@ class Server:
         finally:
             connection.close()
 
+    def workers(self) -> list[int]:
+        """The pids of the master's worker processes, as the kernel lists its children."""
+        assert self.process is not None
+        tasks = Path(f"/proc/{self.process.pid}/task")
+        found = [int(pid) for task in tasks.glob("*") for pid in (task / "children").read_text().split()]
+        return sorted(found)
+
+    def reviewed(self) -> set[str]:
+        """The uids of the reviews the server took in and judged, from its JSON log lines."""
+        uids = set()
+        for line in self.logs().splitlines():
+            if line.startswith("{") and '"event":"review"' in line:
+                uids.add(json.loads(line)["uid"])
+        return uids
+
     def signal(self, signum: int) -> None:
         assert self.process is not None
         os.kill(self.process.pid, signum)

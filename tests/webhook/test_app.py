@@ -1,24 +1,22 @@
-"""The Flask app through its test client: status codes, limits, health, readiness and metrics."""
+"""The ASGI app called in process: status codes, limits, health, readiness and metrics."""
 
 from __future__ import annotations
 
-import io
+import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from flask import Flask
-from flask.testing import FlaskClient
-from werkzeug.test import EnvironBuilder, run_wsgi_app
 
 from kubegap.config import Settings
 from kubegap.webhook import create_app
 from kubegap.webhook.admission import Reviewer
-from kubegap.webhook.app import ServerState
+from kubegap.webhook.app import ServerState, WebhookApp
 from kubegap.webhook.metrics import Metrics
 from kubegap.webhook.review import MAX_BODY_BYTES
 
+from .asgi import STALL, Reply, call
 from .conftest import PRICED_HIGH, payload
 from .test_admission import FakeEngine, _check_contract, _fake_reviewer
 
@@ -32,29 +30,29 @@ def state() -> ServerState:
 
 
 @pytest.fixture
-def client(reviewer: MakeReviewer, state: ServerState) -> FlaskClient:
-    return create_app(Settings(), reviewer({"preset": "enforce"}, state.metrics), state).test_client()
+def client(reviewer: MakeReviewer, state: ServerState) -> WebhookApp:
+    return create_app(Settings(), reviewer({"preset": "enforce"}, state.metrics), state)
 
 
-def _post(client: FlaskClient, body: bytes, headers: dict[str, str] | None = None, query: str = "") -> Any:
-    return client.post(f"/validate{query}", data=body, headers=JSON if headers is None else headers)
+def _post(client: WebhookApp, body: bytes, headers: dict[str, str] | None = None, query: str = "") -> Reply:
+    return call(client, "POST", "/validate", body, JSON if headers is None else headers, query)
 
 
-def test_a_review_gets_a_200_admission_review(client: FlaskClient) -> None:
+def test_a_review_gets_a_200_admission_review(client: WebhookApp) -> None:
     review = payload("pod-create.json")
     reply = _post(client, json.dumps(review).encode(), query="?timeout=10s")
-    assert reply.status_code == 200 and reply.mimetype == "application/json"
-    response = _check_contract(reply.get_json(), review["request"]["uid"])
+    assert reply.status == 200 and reply.headers["content-type"] == "application/json"
+    response = _check_contract(reply.json(), review["request"]["uid"])
     assert response["allowed"] is False and response["status"]["code"] == 403
 
 
 def test_the_app_factory_builds_its_own_engine_from_settings() -> None:
     app = create_app(Settings(webhook={"preset": "enforce"}, skip=("gpu-nic-topology",), impact=PRICED_HIGH))
-    assert isinstance(app, Flask)
-    reply = _post(app.test_client(), json.dumps(payload("job-update.json")).encode())
-    assert reply.status_code == 200
-    assert "gpu-nic-topology" not in reply.get_data(as_text=True)
-    assert "restart-budget" in reply.get_json()["response"]["status"]["message"]
+    assert isinstance(app, WebhookApp)
+    reply = _post(app, json.dumps(payload("job-update.json")).encode())
+    assert reply.status == 200
+    assert "gpu-nic-topology" not in reply.text
+    assert "restart-budget" in reply.json()["response"]["status"]["message"]
 
 
 def _deep_review(depth: int) -> bytes:
@@ -91,7 +89,7 @@ BAD = [
     ("case", "body", "headers", "status", "reason", "text"), BAD, ids=[c[0] for c in BAD]
 )
 def test_bad_requests_are_refused_with_a_clear_message(
-    client: FlaskClient,
+    client: WebhookApp,
     state: ServerState,
     case: str,
     body: bytes,
@@ -101,63 +99,78 @@ def test_bad_requests_are_refused_with_a_clear_message(
     text: str,
 ) -> None:
     reply = _post(client, body, headers)
-    assert reply.status_code == status
-    assert text in reply.get_data(as_text=True)
-    assert "Traceback" not in reply.get_data(as_text=True)
-    assert f'kubegap_webhook_bad_requests_total{{reason="{reason}"}} 1' in client.get("/metrics").get_data(
-        as_text=True
+    assert reply.status == status
+    assert text in reply.text
+    assert "Traceback" not in reply.text
+    assert (
+        f'kubegap_webhook_bad_requests_total{{reason="{reason}"}} 1' in call(client, "GET", "/metrics").text
     )
 
 
-def test_a_null_object_on_create_is_a_400(client: FlaskClient) -> None:
+def test_a_null_object_on_create_is_a_400(client: WebhookApp) -> None:
     review = payload("job-update.json")
     review["request"]["object"] = None
-    assert _post(client, json.dumps(review).encode()).status_code == 400
+    assert _post(client, json.dumps(review).encode()).status == 400
 
 
-class Endless(io.RawIOBase):
+class Endless:
     """A chunked body that never ends; counts what the app reads of it."""
 
     def __init__(self) -> None:
         self.read_bytes = 0
 
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        size = len(buffer)
-        buffer[:size] = b"\0" * size
-        self.read_bytes += size
-        return size
+    def __iter__(self) -> Iterator[bytes]:
+        while True:
+            self.read_bytes += 64 * 1024
+            yield b"\0" * (64 * 1024)
 
 
-def _chunked(app: Flask, stream: io.RawIOBase) -> tuple[str, bytes]:
-    environ = EnvironBuilder(
-        "/validate", method="POST", headers={**JSON, "Transfer-Encoding": "chunked"}
-    ).get_environ()
-    environ.pop("CONTENT_LENGTH", None)
-    environ["wsgi.input"] = stream
-    environ["wsgi.input_terminated"] = True  # as gunicorn sets it: the server de-chunks the body
-    body, status, _headers = run_wsgi_app(app, environ, buffered=True)
-    return status, b"".join(body)
-
-
-def test_a_chunked_body_is_cut_off_at_the_limit(reviewer: MakeReviewer) -> None:
-    app = create_app(Settings(), reviewer())
+def test_a_chunked_body_is_cut_off_at_the_limit(client: WebhookApp) -> None:
     stream = Endless()
-    status, body = _chunked(app, stream)
-    assert status.startswith("413") and b"exceeds" in body
+    reply = _post(client, stream)  # type: ignore[arg-type]
+    assert reply.status == 413 and b"exceeds" in reply.body
+    assert reply.headers["connection"] == "close"  # the rest of the body is never read
     assert MAX_BODY_BYTES < stream.read_bytes <= MAX_BODY_BYTES + 2 * 64 * 1024
 
 
-def test_a_chunked_review_within_the_limit_is_answered(reviewer: MakeReviewer) -> None:
+def test_a_chunked_review_within_the_limit_is_answered(client: WebhookApp) -> None:
     review = payload("jobset-create.json")
-    status, body = _chunked(create_app(Settings(), reviewer()), io.BytesIO(json.dumps(review).encode()))
-    assert status.startswith("200")
-    _check_contract(json.loads(body), review["request"]["uid"])
+    body = json.dumps(review).encode()
+    reply = call(client, "POST", "/validate", [body[:1000], body[1000:5000], body[5000:]], JSON)
+    assert reply.status == 200
+    _check_contract(reply.json(), review["request"]["uid"])
 
 
-def test_a_six_mib_update_is_accepted(client: FlaskClient) -> None:
+def test_a_declared_oversized_body_is_refused_before_it_is_read(client: WebhookApp) -> None:
+    headers = {**JSON, "Content-Length": str(MAX_BODY_BYTES + 1)}
+    reply = call(client, "POST", "/validate", iter([STALL]), headers)  # the body never comes
+    assert reply.status == 413 and reply.headers["connection"] == "close"
+
+
+def test_a_body_that_stops_arriving_is_a_408_at_the_requests_timeout(client: WebhookApp) -> None:
+    # the first part arrives, the rest never does: the app's own deadline ends the wait
+    reply = call(client, "POST", "/validate", iter([b'{"apiVersion": ', STALL]), JSON, "?timeout=1s")
+    assert reply.status == 408 and b"did not arrive" in reply.body
+
+
+def test_a_client_that_disconnects_mid_body_is_not_reviewed(client: WebhookApp, state: ServerState) -> None:
+    messages = iter([{"type": "http.request", "body": b"{", "more_body": True}, {"type": "http.disconnect"}])
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return next(messages)
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/validate", "query_string": b"",
+             "headers": [(b"content-type", b"application/json")]}  # fmt: skip
+    asyncio.run(client(scope, receive, send))
+    assert sent[0]["status"] == 408
+    assert "kubegap_webhook_requests_total{" not in state.metrics.render()
+
+
+def test_a_six_mib_update_is_accepted(client: WebhookApp) -> None:
     review = payload("job-update.json")
     blob = "x" * (3 * 1024 * 1024)  # the largest object the API server accepts, twice
     review["request"]["object"]["metadata"]["annotations"] = {"example.com/blob": blob}
@@ -165,39 +178,58 @@ def test_a_six_mib_update_is_accepted(client: FlaskClient) -> None:
     body = json.dumps(review).encode()
     assert 6 * 1024 * 1024 < len(body) <= MAX_BODY_BYTES
     reply = _post(client, body, query="?timeout=10s")
-    assert reply.status_code == 200
-    _check_contract(reply.get_json(), review["request"]["uid"])
+    assert reply.status == 200
+    _check_contract(reply.json(), review["request"]["uid"])
 
 
 def test_an_internal_error_is_still_a_valid_answer_per_on_error(state: ServerState) -> None:
     failing = _fake_reviewer(FakeEngine(RuntimeError("boom at line 7")), {"onError": "deny"})
-    client = create_app(Settings(), failing, state).test_client()
+    client = create_app(Settings(), failing, state)
     review = payload("pod-create.json")
     reply = _post(client, json.dumps(review).encode())
-    assert reply.status_code == 200
-    response = _check_contract(reply.get_json(), review["request"]["uid"])
+    assert reply.status == 200
+    response = _check_contract(reply.json(), review["request"]["uid"])
     assert response["allowed"] is False and "boom" not in response["status"]["message"]
 
 
-def test_health_and_readiness_follow_the_drain(client: FlaskClient, state: ServerState) -> None:
-    assert client.get("/healthz").status_code == 200
-    assert client.get("/readyz").status_code == 200
+def test_health_and_readiness_follow_the_drain(client: WebhookApp, state: ServerState) -> None:
+    assert call(client, "GET", "/healthz").status == 200
+    assert call(client, "GET", "/readyz").status == 200
     state.draining.set()
-    assert client.get("/readyz").status_code == 503
-    assert client.get("/healthz").status_code == 200
-    assert _post(client, json.dumps(payload("pod-create.json")).encode()).status_code == 200  # still serving
+    assert call(client, "GET", "/readyz").status == 503
+    assert call(client, "GET", "/healthz").status == 200
+    assert _post(client, json.dumps(payload("pod-create.json")).encode()).status == 200  # still serving
 
 
-def test_metrics_are_prometheus_text(client: FlaskClient) -> None:
+def test_metrics_are_prometheus_text(client: WebhookApp) -> None:
     _post(client, json.dumps(payload("pytorchjob-create-dryrun.json")).encode())
-    reply = client.get("/metrics")
-    assert reply.status_code == 200
-    assert reply.headers["Content-Type"].startswith("text/plain; version=0.0.4")
-    text = reply.get_data(as_text=True)
+    reply = call(client, "GET", "/metrics")
+    assert reply.status == 200
+    assert reply.headers["content-type"].startswith("text/plain; version=0.0.4")
+    text = reply.text
     assert 'kubegap_webhook_requests_total{decision="allowed",kind="PyTorchJob",operation="CREATE"} 1' in text
     assert "kubegap_webhook_request_duration_seconds_count 1" in text
 
 
 @pytest.mark.parametrize(("method", "path", "status"), [("GET", "/validate", 405), ("POST", "/other", 404)])
-def test_other_routes_are_refused(client: FlaskClient, method: str, path: str, status: int) -> None:
-    assert client.open(path, method=method).status_code == status
+def test_other_routes_are_refused(client: WebhookApp, method: str, path: str, status: int) -> None:
+    assert call(client, method, path).status == status
+
+
+def test_head_gets_the_headers_without_the_body(client: WebhookApp) -> None:
+    reply = call(client, "HEAD", "/healthz")
+    assert (reply.status, reply.headers["content-length"], reply.body) == (200, "3", b"")
+
+
+def test_the_lifespan_starts_and_stops(client: WebhookApp) -> None:
+    messages = iter([{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}])
+    sent: list[str] = []
+
+    async def receive() -> dict[str, Any]:
+        return next(messages)
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message["type"])
+
+    asyncio.run(client({"type": "lifespan"}, receive, send))
+    assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
