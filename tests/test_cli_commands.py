@@ -32,7 +32,7 @@ def test_o_is_short_for_format(capsys: pytest.CaptureFixture[str]) -> None:
     assert "-o {text,json,policyreport,sarif,junit}, --format" in help_of(capsys, "audit")
 
 
-@pytest.mark.parametrize("command", ["policies", "test", "version"])
+@pytest.mark.parametrize("command", ["policies", "test", "version", "serve"])
 def test_fail_on_is_offered_only_where_findings_decide_the_exit_code(
     capsys: pytest.CaptureFixture[str], command: str
 ) -> None:

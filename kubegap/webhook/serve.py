@@ -57,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="after SIGTERM, keep serving (with /readyz failing) this long before stopping (default 5)",
     )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-    add_engine_arguments(parser)
+    add_engine_arguments(parser, fail_on=False)  # a webhook exits on signals, not on findings
 
 
 def run(args: argparse.Namespace) -> int:
