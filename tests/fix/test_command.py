@@ -192,3 +192,22 @@ def test_parameters_from_a_config_file_set_the_fixed_values(
     text = job.read_text()
     assert '- --ddp_timeout\n            - "1200"\n' in text
     assert "-lt 600" in text and "failureThreshold: 20\n" in text  # 30 s * 20 + 10 s >= 10 min
+
+
+def test_excluded_files_and_folders_are_not_fixed_as_lint_leaves_them_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for folder in ("deploy", "deploy/vendor", "deploy/generated"):
+        (tmp_path / folder).mkdir()
+        shutil.copy(HF, tmp_path / folder / "job.yaml")
+    config = tmp_path / "kubegap.yaml"
+    config.write_text("apiVersion: kubegap.dev/v1alpha1\nkind: Config\nexclude: [vendor]\n")
+    args = ["fix", "--write", "--config", str(config), "--exclude", "*/generated/*", BOUND]
+    assert cli.main([*args, str(tmp_path / "deploy")]) == 0
+    assert "--ddp_timeout" in (tmp_path / "deploy" / "job.yaml").read_text()
+    for left_out in ("vendor", "generated"):
+        assert (tmp_path / "deploy" / left_out / "job.yaml").read_bytes() == HF.read_bytes()
+    assert "1 file(s) changed" in capsys.readouterr().err
+    named = tmp_path / "deploy" / "vendor" / "job.yaml"
+    assert cli.main([*args, str(named)]) == 0  # a file named on the command line is always read
+    assert "--ddp_timeout" in named.read_text()
