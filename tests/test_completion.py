@@ -34,7 +34,7 @@ def complete(source: str, *words: str) -> list[str]:
 @pytest.mark.skipif(BASH is None, reason="bash not installed")
 def test_bash_completes_commands_options_and_their_values(capsys: pytest.CaptureFixture[str]) -> None:
     source = script(capsys, "bash")
-    commands = ["lint", "policies", "test", "version", "completion", "audit", "serve", "mcp"]
+    commands = ["lint", "policies", "test", "version", "completion", "audit", "serve", "mcp", "fix"]
     assert complete(source, "kubegap", "") == [*commands, "--help", "--version", "-v"]
     assert complete(source, "kubegap", "au") == ["audit"]
     assert complete(source, "kubegap", "lint", "--fo") == ["--format"]
