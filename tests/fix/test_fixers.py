@@ -302,3 +302,23 @@ def test_a_timeout_variable_in_env_is_lowered_in_minutes() -> None:
     assert _changed_lines(text, fixed.text)[1] == [
         '              env: [{name: DEEPSPEED_TIMEOUT, value: "30"}]'
     ]
+
+
+def test_a_default_too_long_with_no_knob_to_write_is_declared_with_a_todo() -> None:
+    text = DEEPSPEED.replace(
+        'command: [deepspeed, --num_gpus, "8", train.py, --deepspeed, ds.json]',
+        "command: [torchrun, --nproc-per-node=8, train.py]",
+    )
+    assert not failing(text, engine("nccl-timeout"))  # PyTorch's 10 min default is within 30m
+    fixed = fix(text, engine("nccl-timeout", params=FIVE_MINUTES))
+    (outcome,) = fixed.outcomes
+    assert outcome.finding.rule == "timeout-bounded" and outcome.todo
+    assert _changed_lines(text, fixed.text) == (
+        [],
+        [
+            "        metadata:",
+            "          annotations:",
+            "            # kubegap fix: the collective timeout your code sets, at most 5m",
+            "            kubegap.dev/collective-timeout: TODO",
+        ],
+    )
