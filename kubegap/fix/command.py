@@ -48,6 +48,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument(
         "--write", action="store_true", help="change the files in place (stdin: print the fixed stream)"
     )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="leave out files and folders whose path or name matches, as for lint "
+        "(repeatable; adds to exclude: in the config)",
+    )
     add_engine_arguments(parser)
     for action in parser._actions:  # the shared engine options, as fix reads them
         if action.dest == "policy":
@@ -114,7 +122,10 @@ def run(args: argparse.Namespace) -> int:
     engine = build_engine(settings)
     selected.check(engine)
     stdin = sys.stdin.buffer.read(manifests.MAX_FILE_BYTES + 1) if inputs.STDIN in args.paths else None
-    found = sources(list(args.paths), stdin)
+    notes: list[str] = []
+    found = sources(list(args.paths), stdin, (*settings.exclude, *args.exclude), notes)
+    for note in notes:
+        print(f"kubegap: {note}", file=sys.stderr)
     scope = scope_for(found, engine, selected)
     problems = changed = 0
     counts = {"fixed": 0, "todo": 0, "not fixed": 0}

@@ -61,14 +61,21 @@ class Fixed:
         )
 
 
-def sources(paths: list[str], stdin_data: bytes | None) -> list[Source]:
+def sources(
+    paths: list[str],
+    stdin_data: bytes | None,
+    exclude: Sequence[str] = (),
+    notes: list[str] | None = None,
+) -> list[Source]:
+    """The files to fix, read: folders walked as lint walks them (`exclude` globs, notes on what is left
+    out)."""
     out: list[Source] = []
     for given in paths:
         if given == inputs.STDIN:
             out.append(Source(inputs.STDIN_NAME, None, None, stdin_data or b""))
             continue
         root = Path(given) if Path(given).is_dir() else Path(given).parent
-        for name, path in inputs.expand([given]):
+        for name, path in inputs.expand([given], exclude, notes):
             assert path is not None
             try:
                 data = Path(path).read_bytes()

@@ -68,6 +68,13 @@ def _where(target: Target, container: Container) -> _Where | None:
 def timeout_declared(target: Target) -> Patch:
     if target.finding.unresolved:
         raise Unsafe("a value kubegap cannot see may set it: " + "; ".join(target.finding.unresolved))
+    return _set_timeout(target)
+
+
+def _set_timeout(target: Target) -> Patch:
+    """Write a collective timeout of at most the policy's bound where the framework reads it: the
+    framework's default when that is shorter (writing it changes nothing but makes it explicit), else the
+    bound; with no knob kubegap can write, a TODO declaration for the value set in code."""
     template, container = target.container()
     bound = target.params["maxCollectiveTimeout"]
     where = _where(target, container)
@@ -103,7 +110,16 @@ def _add_flag(target: Target, container: Container, token: argv.Token, flag: str
 
 def timeout_bounded(target: Target) -> Patch:
     bound = target.params["maxCollectiveTimeout"]
+    if _is_default(target):  # nothing is written: the framework's default is too long
+        return _set_timeout(target)
     return lower(target, ("collectiveTimeout",), bound, COLLECTIVE_TIMEOUT)
+
+
+def _is_default(target: Target) -> bool:
+    """Whether the finding judges the framework's default: its path is the container itself."""
+    workload = workload_of(target.obj)
+    containers = [c for t in workload.templates for c in t.containers] if workload else []
+    return any(target.path == c.path for c in containers)
 
 
 def interval_bounded(target: Target) -> Patch:

@@ -17,6 +17,8 @@ from tests.fix.support import engine
 
 MANIFESTS = Path(__file__).parent.parent / "data" / "fix" / "manifests"
 HF = MANIFESTS / "job-hf-block-args.yaml"
+# HF Trainer's default collective timeout is 30 min: below it, the trainer's unwritten timeout has a fix.
+BOUND = "--set=nccl-timeout.maxCollectiveTimeout=20m"
 
 
 @pytest.fixture
@@ -31,11 +33,11 @@ def test_diff_is_the_default_changes_nothing_and_exits_1(
     job: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     before = job.read_bytes()
-    assert cli.main(["fix", "--policy", "nccl-timeout", str(job)]) == 1
+    assert cli.main(["fix", "--policy", "nccl-timeout", BOUND, str(job)]) == 1
     out, err = capsys.readouterr()
     assert out.startswith(f"--- {job}\n+++ {job}\n@@ ")
-    assert '+            - "1800"\n' in out
-    assert "nccl-timeout/timeout-declared: fixed: added --ddp_timeout 1800 to args" in err
+    assert '+            - "1200"\n' in out
+    assert "nccl-timeout/timeout-bounded: fixed: added --ddp_timeout 1200 to args" in err
     assert job.read_bytes() == before
 
 
@@ -44,21 +46,22 @@ def test_write_changes_the_file_once_and_a_second_run_finds_nothing(
 ) -> None:
     mode = 0o640
     job.chmod(mode)
-    assert cli.main(["fix", "--write", str(job.parent)]) == 0
+    assert cli.main(["fix", "--write", BOUND, str(job.parent)]) == 0
     first = job.read_text()
     assert "--ddp_timeout" in first and "livenessProbe" in first
     assert job.stat().st_mode & 0o777 == mode
     capsys.readouterr()
-    assert cli.main(["fix", "--write", str(job.parent)]) == 0
+    assert cli.main(["fix", "--write", BOUND, str(job.parent)]) == 0
     assert job.read_text() == first
-    assert cli.main(["fix", str(job)]) == 0
+    assert cli.main(["fix", BOUND, str(job)]) == 0
     _, err = capsys.readouterr()
     assert "0 file(s) would change" in err
-    assert cli.main(["lint", "--skip", "gpu-nic-topology", "--skip", "checkpoint-interval", str(job)]) == 0
+    skips = ["--skip", "gpu-nic-topology", "--skip", "checkpoint-interval"]
+    assert cli.main(["lint", BOUND, *skips, str(job)]) == 0
 
 
 def test_policy_rule_selects_one_rule(job: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["fix", "--write", "--policy", "health-probes/liveness-probe", str(job)]) == 0
+    assert cli.main(["fix", "--write", "--policy", "health-probes/liveness-probe", BOUND, str(job)]) == 0
     text = job.read_text()
     assert "livenessProbe" in text and "--ddp_timeout" not in text
     assert cli.main(["fix", "--policy", "/x", str(job)]) == 2
@@ -70,10 +73,10 @@ def test_stdin_with_write_prints_the_fixed_stream(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(HF.read_bytes())))
-    assert cli.main(["fix", "--write", "--policy", "nccl-timeout", "-"]) == 0
+    assert cli.main(["fix", "--write", "--policy", "nccl-timeout", BOUND, "-"]) == 0
     out, _ = capsys.readouterr()
     assert out == HF.read_text().replace(
-        '            - "4"\n', '            - "4"\n            - --ddp_timeout\n            - "1800"\n'
+        '            - "4"\n', '            - "4"\n            - --ddp_timeout\n            - "1200"\n'
     )
 
 
@@ -92,7 +95,7 @@ def test_a_link_out_of_the_tree_is_not_written_through(
     shutil.copy(HF, inside)
     (tree / "job.yaml").unlink()
     (tree / "job.yaml").symlink_to(inside)
-    assert cli.main(["fix", "--write", "--policy", "nccl-timeout", str(tree / "job.yaml")]) == 0
+    assert cli.main(["fix", "--write", "--policy", "nccl-timeout", BOUND, str(tree / "job.yaml")]) == 0
     assert (tree / "job.yaml").is_symlink() and "--ddp_timeout" in inside.read_text()
 
 
@@ -123,18 +126,18 @@ def test_a_missing_path_is_a_usage_error(tmp_path: Path) -> None:
 def test_lint_text_output_says_how_many_findings_fix_can_fix(
     job: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli.main(["lint", "--jobs", "1", str(job)]) == 1
+    assert cli.main(["lint", "--jobs", "1", BOUND, str(job)]) == 1
     out, _ = capsys.readouterr()
     lines = out.rstrip("\n").splitlines()
     assert lines[-2] == (
         "kubegap fix can fix 2 of these finding(s): run `kubegap fix PATH…` to see the diff"
     )  # the collective timeout and the liveness probe; the NIC and checkpoint findings need a person
     assert lines[-1].startswith("1 object(s) checked: 5 finding(s)")
-    assert cli.main(["fix", "--write", str(job)]) == 0
+    assert cli.main(["fix", "--write", BOUND, str(job)]) == 0
     capsys.readouterr()
-    cli.main(["lint", "--jobs", "1", str(job)])
+    cli.main(["lint", "--jobs", "1", BOUND, str(job)])
     assert "kubegap fix can fix" not in capsys.readouterr().out
-    assert cli.main(["lint", "--format", "json", "--jobs", "1", str(job)]) == 1
+    assert cli.main(["lint", "--format", "json", "--jobs", "1", BOUND, str(job)]) == 1
     assert "kubegap fix" not in capsys.readouterr().out
 
 
@@ -142,10 +145,11 @@ def test_the_readme_diff_is_what_kubegap_fix_prints(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     readme = (Path(__file__).parent.parent.parent / "README.md").read_text("utf-8")
-    shown = readme.split("$ kubegap fix llama3-8b-sft.yaml\n", 1)[1].split("```", 1)[0]
+    command = "kubegap fix --set nccl-timeout.maxCollectiveTimeout=20m llama3-8b-sft.yaml"
+    shown = readme.split(f"$ {command}\n", 1)[1].split("```", 1)[0]
     shutil.copy(MANIFESTS / "pytorchjob-llama-sft.yaml", tmp_path / "llama3-8b-sft.yaml")
     monkeypatch.chdir(tmp_path)
-    assert cli.main(["fix", "llama3-8b-sft.yaml"]) == 1
+    assert cli.main(command.split()[1:]) == 1
     assert capsys.readouterr().out == shown
 
 
@@ -166,7 +170,9 @@ def test_the_fix_count_is_the_same_in_worker_processes(tmp_path: Path) -> None:
 
     for index in range(PARALLEL_MIN_FILES):
         (tmp_path / f"job-{index:02d}.yaml").write_bytes(HF.read_bytes())
-    the_engine = engine("nccl-timeout", "health-probes")
+    the_engine = engine(
+        "nccl-timeout", "health-probes", params={"nccl-timeout": {"maxCollectiveTimeout": "20m"}}
+    )
     report = lint([str(tmp_path)], the_engine)
     serial = fixable_line(report.findings, [str(tmp_path)], the_engine, jobs=1)
     assert serial is not None
@@ -186,3 +192,22 @@ def test_parameters_from_a_config_file_set_the_fixed_values(
     text = job.read_text()
     assert '- --ddp_timeout\n            - "1200"\n' in text
     assert "-lt 600" in text and "failureThreshold: 20\n" in text  # 30 s * 20 + 10 s >= 10 min
+
+
+def test_excluded_files_and_folders_are_not_fixed_as_lint_leaves_them_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for folder in ("deploy", "deploy/vendor", "deploy/generated"):
+        (tmp_path / folder).mkdir()
+        shutil.copy(HF, tmp_path / folder / "job.yaml")
+    config = tmp_path / "kubegap.yaml"
+    config.write_text("apiVersion: kubegap.dev/v1alpha1\nkind: Config\nexclude: [vendor]\n")
+    args = ["fix", "--write", "--config", str(config), "--exclude", "*/generated/*", BOUND]
+    assert cli.main([*args, str(tmp_path / "deploy")]) == 0
+    assert "--ddp_timeout" in (tmp_path / "deploy" / "job.yaml").read_text()
+    for left_out in ("vendor", "generated"):
+        assert (tmp_path / "deploy" / left_out / "job.yaml").read_bytes() == HF.read_bytes()
+    assert "1 file(s) changed" in capsys.readouterr().err
+    named = tmp_path / "deploy" / "vendor" / "job.yaml"
+    assert cli.main([*args, str(named)]) == 0  # a file named on the command line is always read
+    assert "--ddp_timeout" in named.read_text()

@@ -12,6 +12,12 @@ from tests.fix.support import engine, failing, fix
 
 MANIFESTS = Path(__file__).parent.parent / "data" / "fix" / "manifests"
 
+# A launcher kubegap recognises has a default collective timeout (Megatron-LM 10 min, HF Trainer, DeepSpeed
+# and Lightning 30 min, torchtitan 100 s), so a fix writes its knob only when the policy's bound is shorter.
+FIVE_MINUTES = {"nccl-timeout": {"maxCollectiveTimeout": "5m"}}
+TWENTY_MINUTES = {"nccl-timeout": {"maxCollectiveTimeout": "20m"}}
+ONE_MINUTE = {"nccl-timeout": {"maxCollectiveTimeout": "60s"}}
+
 
 def _changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
     import difflib
@@ -22,20 +28,19 @@ def _changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
 
 def test_megatron_timeout_goes_into_the_bash_script_before_the_next_command() -> None:
     text = (MANIFESTS / "pytorchjob-megatron-script.yaml").read_text()
-    fixed = fix(text, engine("nccl-timeout"))
+    the_engine = engine("nccl-timeout", params=FIVE_MINUTES)
+    fixed = fix(text, the_engine)
     removed, added = _changed_lines(text, fixed.text)
     assert removed == [line for line in text.splitlines() if "pretrain_gpt.py" in line]
     assert added == [
-        removed[0].replace(
-            "--save-interval 100 &&", "--save-interval 100 --distributed-timeout-minutes 10 &&"
-        )
+        removed[0].replace("--save-interval 100 &&", "--save-interval 100 --distributed-timeout-minutes 5 &&")
     ]
-    assert not failing(fixed.text, engine("nccl-timeout"))
+    assert not failing(fixed.text, the_engine)
 
 
 def test_hf_timeout_is_appended_to_block_args_as_strings_and_follows_set() -> None:
     text = (MANIFESTS / "job-hf-block-args.yaml").read_text()
-    the_engine = engine("nccl-timeout", params={"nccl-timeout": {"maxCollectiveTimeout": "20m"}})
+    the_engine = engine("nccl-timeout", params=TWENTY_MINUTES)  # HF's default is 30 min
     fixed = fix(text, the_engine)
     assert _changed_lines(text, fixed.text) == ([], ["            - --ddp_timeout", '            - "1200"'])
     assert not failing(fixed.text, the_engine)
@@ -43,7 +48,7 @@ def test_hf_timeout_is_appended_to_block_args_as_strings_and_follows_set() -> No
 
 def test_torchtitan_timeout_and_export_in_a_literal_script() -> None:
     text = (MANIFESTS / "jobset-anchored-script.yaml").read_text().replace("- &trainer", "-")
-    fixed = fix(text, engine("nccl-timeout"))
+    fixed = fix(text, engine("nccl-timeout", params=ONE_MINUTE))
     removed, added = _changed_lines(text, fixed.text)
     assert removed == [
         "                      export TORCH_NCCL_ASYNC_ERROR_HANDLING=0",
@@ -51,16 +56,16 @@ def test_torchtitan_timeout_and_export_in_a_literal_script() -> None:
     ]
     assert added == [
         "                        --job.config_file /cfg/llama3_70b.toml"
-        " --comm.train_timeout_seconds 100   # 70B"
+        " --comm.train_timeout_seconds 60   # 70B"
     ]
 
 
 def test_an_anchored_container_is_not_edited_and_says_why() -> None:
     text = (MANIFESTS / "jobset-anchored-script.yaml").read_text()
-    fixed = fix(text, engine("nccl-timeout"))
+    fixed = fix(text, engine("nccl-timeout", params=ONE_MINUTE))
     assert not fixed.changed
     notes = {o.finding.rule: o.note for o in fixed.outcomes}
-    assert set(notes) == {"timeout-declared", "async-error-handling"}
+    assert set(notes) == {"timeout-bounded", "async-error-handling"}
     assert all("anchor" in note for note in notes.values())
 
 
@@ -85,15 +90,17 @@ DEEPSPEED = textwrap.dedent(
 
 
 def test_deepspeed_gets_the_environment_variable_it_reads_in_minutes() -> None:
-    fixed = fix(DEEPSPEED, engine("nccl-timeout"))
+    assert not failing(DEEPSPEED, engine("nccl-timeout"))  # DeepSpeed's 30 min default is within 30m
+    the_engine = engine("nccl-timeout", params=TWENTY_MINUTES)
+    fixed = fix(DEEPSPEED, the_engine)
     removed, added = _changed_lines(DEEPSPEED, fixed.text)
     assert removed == []
     assert added == [
         "              env:",
         "                - name: DEEPSPEED_TIMEOUT",
-        '                  value: "30"',
+        '                  value: "20"',
     ]
-    assert not failing(fixed.text, engine("nccl-timeout"))
+    assert not failing(fixed.text, the_engine)
 
 
 def test_efa_pods_get_fi_provider_and_other_fabrics_are_left_with_the_reason() -> None:
@@ -189,7 +196,8 @@ def test_lightning_timeout_is_declared_with_a_todo_not_guessed_on_the_command_li
         'command: [deepspeed, --num_gpus, "8", train.py, --deepspeed, ds.json]',
         "command: [python, main.py, fit, --trainer.devices=8, --trainer.num_nodes=2]",
     )
-    fixed = fix(text, engine("nccl-timeout"))
+    the_engine = engine("nccl-timeout", params=TWENTY_MINUTES)  # Lightning's default is 30 min
+    fixed = fix(text, the_engine)
     (outcome,) = fixed.outcomes
     assert outcome.todo and "kubegap.dev/collective-timeout: TODO" in outcome.note
     assert _changed_lines(text, fixed.text) == (
@@ -197,12 +205,13 @@ def test_lightning_timeout_is_declared_with_a_todo_not_guessed_on_the_command_li
         [
             "        metadata:",
             "          annotations:",
-            "            # kubegap fix: the collective timeout your code sets, at most 30m",
+            "            # kubegap fix: the collective timeout your code sets, at most 20m",
             "            kubegap.dev/collective-timeout: TODO",
         ],
     )
-    left = {f.rule for f in failing(fixed.text, engine("nccl-timeout"))}
-    assert left == {"invalid-declaration", "timeout-declared"}  # lint fails until the TODO is filled in
+    left = {f.rule for f in failing(fixed.text, the_engine)}
+    # Lint fails until the TODO is filled in: the unreadable declaration leaves Lightning's 30 min default.
+    assert left == {"invalid-declaration", "timeout-bounded"}
 
 
 def test_nothing_is_inserted_after_a_block_scalar_that_keeps_trailing_lines() -> None:
@@ -220,23 +229,20 @@ def test_nothing_is_inserted_after_a_block_scalar_that_keeps_trailing_lines() ->
 
 def test_the_flag_goes_to_the_launcher_not_to_an_echo_or_a_comment_and_before_a_pipe() -> None:
     text = (MANIFESTS / "job-megatron-echo-pipe.yaml").read_text()
-    fixed = fix(text, engine("nccl-timeout"))
+    fixed = fix(text, engine("nccl-timeout", params=FIVE_MINUTES))
     assert _changed_lines(text, fixed.text) == (
         ["                --tensor-model-parallel-size 8 | tee /log/out.txt"],
-        [
-            "                --tensor-model-parallel-size 8 --distributed-timeout-minutes 10"
-            " | tee /log/out.txt"
-        ],
+        ["                --tensor-model-parallel-size 8 --distributed-timeout-minutes 5 | tee /log/out.txt"],
     )
     twice = text.replace('echo "starting pretrain_gpt.py"', "echo starting pretrain_gpt.py")
-    fixed = fix(twice, engine("nccl-timeout"))
+    fixed = fix(twice, engine("nccl-timeout", params=FIVE_MINUTES))
     assert not fixed.changed
     assert "appears 2 times in the script" in fixed.outcomes[0].note
 
 
 def test_a_trainjob_trainer_is_fixed_in_spec_trainer_and_declared_on_the_workload() -> None:
     text = (MANIFESTS / "trainjobs.yaml").read_text()
-    fixed = fix(text, engine("nccl-timeout"))
+    fixed = fix(text, engine("nccl-timeout", params=TWENTY_MINUTES))
     removed, added = _changed_lines(text, fixed.text)
     assert removed == [
         '    command: [torchrun, run_clm.py, --per_device_train_batch_size, "4"]',
@@ -245,9 +251,9 @@ def test_a_trainjob_trainer_is_fixed_in_spec_trainer_and_declared_on_the_workloa
         '        value: "600"',
     ]
     assert added == [
-        '    command: [torchrun, run_clm.py, --per_device_train_batch_size, "4", --ddp_timeout, "1800"]',
+        '    command: [torchrun, run_clm.py, --per_device_train_batch_size, "4", --ddp_timeout, "1200"]',
         "  annotations:",
-        "    # kubegap fix: the collective timeout your code sets, at most 30m",
+        "    # kubegap fix: the collective timeout your code sets, at most 20m",
         "    kubegap.dev/collective-timeout: TODO",
     ]
     assert fixed.text.index("kubegap.dev/collective-timeout") > fixed.text.index("name: tj2")
@@ -296,3 +302,23 @@ def test_a_timeout_variable_in_env_is_lowered_in_minutes() -> None:
     assert _changed_lines(text, fixed.text)[1] == [
         '              env: [{name: DEEPSPEED_TIMEOUT, value: "30"}]'
     ]
+
+
+def test_a_default_too_long_with_no_knob_to_write_is_declared_with_a_todo() -> None:
+    text = DEEPSPEED.replace(
+        'command: [deepspeed, --num_gpus, "8", train.py, --deepspeed, ds.json]',
+        "command: [torchrun, --nproc-per-node=8, train.py]",
+    )
+    assert not failing(text, engine("nccl-timeout"))  # PyTorch's 10 min default is within 30m
+    fixed = fix(text, engine("nccl-timeout", params=FIVE_MINUTES))
+    (outcome,) = fixed.outcomes
+    assert outcome.finding.rule == "timeout-bounded" and outcome.todo
+    assert _changed_lines(text, fixed.text) == (
+        [],
+        [
+            "        metadata:",
+            "          annotations:",
+            "            # kubegap fix: the collective timeout your code sets, at most 5m",
+            "            kubegap.dev/collective-timeout: TODO",
+        ],
+    )

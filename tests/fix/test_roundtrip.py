@@ -65,7 +65,7 @@ def test_a_file_with_mixed_line_ends_keeps_each_line_end() -> None:
     text = (MANIFESTS / "job-hf-block-args.yaml").read_text()
     lines = text.splitlines(keepends=True)
     mixed = "".join(line.replace("\n", "\r\n") if i % 2 else line for i, line in enumerate(lines))
-    fixed = fix(mixed, engine("nccl-timeout"))
+    fixed = fix(mixed, engine("nccl-timeout", params={"nccl-timeout": {"maxCollectiveTimeout": "20m"}}))
     assert not _kept_in_order(mixed.splitlines(keepends=True), fixed.text.splitlines(keepends=True))
     assert "--ddp_timeout" in fixed.text
 
