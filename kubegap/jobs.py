@@ -18,7 +18,7 @@ KUBEFLOW_JOBS = frozenset(KUBEFLOW_REPLICA_SPECS)
 _DEFAULT_RESTART_POLICY = {"PyTorchJob": "OnFailure"}
 # restart policies under which the training operator restarts a failed replica's pods (ExitCode: for
 # retryable exit codes); core.PastBackoffLimit counts their restarts only when backoffLimit is set
-_RESTARTING = frozenset({"OnFailure", "Always", "ExitCode"})
+RESTARTING = frozenset({"OnFailure", "Always", "ExitCode"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,33 +68,36 @@ _MAX_RESTARTS = ("spec", "elasticPolicy", "maxRestarts")
 
 
 def _kubeflow_restart(kind: str) -> Callable[[Mapping[str, Any]], Restart]:
-    """training-operator: runPolicy.backoffLimit bounds restarts only when set (core.PastBackoffLimit
-    returns false for nil); unset, pods restart as long as their restartPolicy restarts them."""
+    """training-operator: only replicas whose restartPolicy restarts them (OnFailure, Always, ExitCode)
+    are restarted, and runPolicy.backoffLimit counts only their restarts (core.PastBackoffLimit: it returns
+    false for nil and skips other replicas). A torchrun elastic agent (PyTorchJob elasticPolicy) restarts
+    workers inside their pods whatever the pod's restartPolicy."""
     replicas_key = ("spec", KUBEFLOW_REPLICA_SPECS[kind])
     # elasticPolicy exists on PyTorchJob only (training-operator v1 PyTorchJobSpec)
     set_limits = _positive(_BACKOFF, _MAX_RESTARTS) if kind == "PyTorchJob" else _positive(_BACKOFF)
 
     def read(obj: Mapping[str, Any]) -> Restart:
-        if raw.dig(obj, _BACKOFF) is not None or _int(raw.dig(obj, _MAX_RESTARTS)) is not None:
-            return set_limits(obj)
+        elastic = _int(raw.dig(obj, _MAX_RESTARTS)) if kind == "PyTorchJob" else None
+        if elastic is not None and elastic > 0:
+            return Restart(True, f"spec.elasticPolicy.maxRestarts is {elastic}", _MAX_RESTARTS)
         replicas = raw.mapping(raw.dig(obj, replicas_key))
-        if not replicas:  # nothing that runs, nothing that restarts
-            return set_limits(obj)
         for role, spec in replicas.items():
             written = raw.mapping(spec).get("restartPolicy")  # a malformed value reads as unset
-            policy = (
-                written
-                if isinstance(written, str) and written
-                else _DEFAULT_RESTART_POLICY.get(kind, "Never")
-            )
-            if policy not in _RESTARTING:
+            policy = written if isinstance(written, str) and written else default_restart_policy(kind)
+            if policy not in RESTARTING:
                 path = (*replicas_key, str(role), "restartPolicy")
-                detail = f"runPolicy.backoffLimit is unset and replica {role} has restartPolicy {policy}"
+                detail = f"replica {role} has restartPolicy {policy}, which the operator never restarts"
                 return Restart(False, detail, path)
+        if not replicas or raw.dig(obj, _BACKOFF) is not None:  # nothing runs, or the limit decides
+            return set_limits(obj)
         detail = "runPolicy.backoffLimit is unset: the operator restarts failed pods without limit"
         return Restart(True, detail, _BACKOFF[:-1])
 
     return read
+
+
+def default_restart_policy(kind: str) -> str:
+    return _DEFAULT_RESTART_POLICY.get(kind, "Never")
 
 
 def _mpijob_restart(obj: Mapping[str, Any]) -> Restart:

@@ -80,7 +80,9 @@ RESTART += [
 
 def _replicas(kind: str, **policies: Any) -> dict[str, Any]:
     key = {"PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs", "MPIJob": "mpiReplicaSpecs"}[kind]
-    return {key: {role: ({"restartPolicy": p} if p else {}) for role, p in policies.items()}}
+    backoff = policies.pop("backoff", None)
+    spec: dict[str, Any] = {key: {role: ({"restartPolicy": p} if p else {}) for role, p in policies.items()}}
+    return {**spec, "runPolicy": {"backoffLimit": backoff}} if backoff is not None else spec
 
 
 @pytest.mark.parametrize(
@@ -94,6 +96,9 @@ def _replicas(kind: str, **policies: Any) -> dict[str, Any]:
         ("TFJob", {"Worker": None}, False, "spec.tfReplicaSpecs.Worker.restartPolicy"),  # TFJob: Never
         ("PyTorchJob", {"Worker": [None]}, True, "spec.runPolicy"),  # malformed: PyTorchJob's default
         ("MPIJob", {"Launcher": "OnFailure", "Worker": "Always"}, True, "spec.runPolicy"),
+        # backoffLimit counts only replicas that restart: a Never replica is never restarted
+        ("PyTorchJob", {"Master": "OnFailure", "Worker": "Never", "backoff": 3}, False,
+         "spec.pytorchReplicaSpecs.Worker.restartPolicy"),
     ],
 )  # fmt: skip
 def test_kubeflow_restart_follows_the_replicas_restart_policy(

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import math
 
-from kubegap import raw
+from kubegap import jobs, raw
 from kubegap.fix import edits
 from kubegap.fix.nodes import Unsafe
 from kubegap.fix.target import FieldPath, Patch, Target
-from kubegap.workloads import kind_info
+from kubegap.workloads import KUBEFLOW_REPLICA_SPECS, kind_info
 
 HEARTBEAT_FILE = "/tmp/kubegap-heartbeat"
 # The value restart-budget's remediation names; the policy has no parameter for it.
@@ -63,10 +63,7 @@ _RESTART_FIELD: dict[tuple[str, str], FieldPath] = {
     ("jobset.x-k8s.io", "JobSet"): ("spec", "failurePolicy", "maxRestarts"),
     ("batch.volcano.sh", "Job"): ("spec", "maxRetry"),
     ("ray.io", "RayJob"): ("spec", "backoffLimit"),
-    **{
-        ("kubeflow.org", kind): ("spec", "runPolicy", "backoffLimit")
-        for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob")
-    },
+    **{("kubeflow.org", kind): ("spec", "runPolicy", "backoffLimit") for kind in KUBEFLOW_REPLICA_SPECS},
 }
 
 
@@ -75,6 +72,8 @@ def auto_restart(target: Target) -> Patch:
     field = _RESTART_FIELD.get((info.group, info.kind)) if info else None
     if field is None:
         raise Unsafe("kubegap does not know this kind's restart setting")
+    if target.path[-1:] == ("restartPolicy",) and info is not None:
+        return _restarting_replicas(target, info.kind)
     if target.path[-1:] == ("backoffLimitPerIndex",):
         field = target.path
     if raw.dig(target.obj, field) is not None:
@@ -82,3 +81,28 @@ def auto_restart(target: Target) -> Patch:
     else:
         edit = edits.insert_key(target.tree, target.at(field[:-1]), str(field[-1]), RESTARTS)
     return Patch((edit,), f"set {'.'.join(map(str, field))} to {RESTARTS}")
+
+
+def _restarting_replicas(target: Target, kind: str) -> Patch:
+    """A Kubeflow replica whose restartPolicy the operator never restarts (Never, or a kind's default of
+    Never) gets OnFailure: every such replica at once, since one left behind keeps the finding."""
+    replicas_key = ("spec", KUBEFLOW_REPLICA_SPECS[kind])
+    changes = []
+    for role, spec in raw.mapping(raw.dig(target.obj, replicas_key)).items():
+        written = raw.mapping(spec).get("restartPolicy")
+        policy = written if isinstance(written, str) and written else jobs.default_restart_policy(kind)
+        if policy in jobs.RESTARTING:
+            continue
+        at = (*replicas_key, str(role))
+        if written is None:
+            changes.append(edits.insert_key(target.tree, target.at(at), "restartPolicy", "OnFailure"))
+        else:
+            changes.append(edits.set_scalar(target.tree, target.at((*at, "restartPolicy")), "OnFailure"))
+    if not changes:
+        raise Unsafe("no replica's restartPolicy to change")
+    summary = "set restartPolicy to OnFailure where the operator would not restart"
+    backoff = ("spec", "runPolicy", "backoffLimit")
+    if raw.dig(target.obj, backoff) is None:  # unset, the operator restarts without limit: bound the loop
+        changes.append(edits.insert_key(target.tree, target.at(backoff[:-1]), backoff[-1], RESTARTS))
+        summary += f", and runPolicy.backoffLimit to {RESTARTS}"
+    return Patch(tuple(changes), summary)
