@@ -94,10 +94,11 @@ class WebhookApp:
             await send({"type": "websocket.close", "code": 1003})
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
+        # The evaluation pool is left to finish what it holds: shutting it down here cancelled reviews
+        # already read (or refused ones read a moment later) with a 500 while the worker drained on
+        # SIGTERM. Its threads are joined when the worker process exits.
         while (await receive())["type"] == "lifespan.startup":
             await send({"type": "lifespan.startup.complete"})
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
         await send({"type": "lifespan.shutdown.complete"})
 
     async def _route(self, scope: Message, receive: Receive) -> Reply:
