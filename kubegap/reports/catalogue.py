@@ -10,7 +10,7 @@ from kubegap.policy import EXEMPTION_PREFIX, Policy, Validation, param_text
 
 _COST_NOTE = (
     "a failing finding whose fix the cost model prices takes the severity that fix is worth "
-    "(docs/cost-model.md); the severity shown is the most it can be"
+    "(docs/cost-model.md); the severity shown holds where the fix cannot be priced"
 )
 
 
