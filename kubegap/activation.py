@@ -120,6 +120,7 @@ class Run:
         unit: Unit | None,
         path: str | None,
         remediation: str,
+        lists_unresolved: bool = True,  # False: no unseen value could change this result
     ) -> Finding:
         return Finding(
             policy=policy.id,
@@ -132,7 +133,7 @@ class Run:
             role=unit.role if unit else None,
             container=unit.container if unit else None,
             path=path,
-            unresolved=tuple(_unresolved(unit, self.facts)),
+            unresolved=tuple(_unresolved(unit, self.facts)) if lists_unresolved else (),
         )
 
 

@@ -58,7 +58,7 @@ exit codes: 0 clean, 1 a finding at or above --fail-on, 2 usage/input/policy err
 
 
 def _lint_arguments(parser: argparse.ArgumentParser) -> None:
-    from kubegap.options import add_engine_arguments
+    from kubegap.options import add_engine_arguments, add_exclude_argument
 
     parser.add_argument(
         "paths",
@@ -70,14 +70,7 @@ def _lint_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--examples", action="store_true", help="lint the bundled policy examples (they have findings)"
     )
-    parser.add_argument(
-        "--exclude",
-        action="append",
-        default=[],
-        metavar="GLOB",
-        help="leave out files and folders whose path or name matches, e.g. 'vendor' or '*/generated/*' "
-        "(repeatable; adds to exclude: in the config)",
-    )
+    add_exclude_argument(parser)
     parser.add_argument(
         "--chart-dir",
         action="append",

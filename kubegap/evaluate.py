@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubegap import annotationkeys, knobs, pricing
@@ -240,7 +240,7 @@ def _judge(run: Run, policy: CompiledPolicy, validation: CompiledValidation, sta
         )
     )
     path = _text(state, validation.field_path, _default_path(unit)) if not verdict else _default_path(unit)
-    finding = run.finding(
+    return run.finding(
         policy.policy,
         validation.validation.name,
         validation.severity,
@@ -249,8 +249,8 @@ def _judge(run: Run, policy: CompiledPolicy, validation: CompiledValidation, sta
         unit,
         path or None,
         validation.remediation,
+        validation.reads_values,
     )
-    return finding if validation.reads_values else replace(finding, unresolved=())
 
 
 def _text(state: UnitState, program: Any, fallback: str | None) -> Any:

@@ -99,3 +99,15 @@ def parse_outputs(specs: Sequence[str], formats: Sequence[str]) -> list[tuple[st
             raise UsageError(f"--output {spec!r}: write FORMAT=PATH, FORMAT one of {', '.join(formats)}")
         outputs.append((fmt, path))
     return outputs
+
+
+def add_exclude_argument(parser: argparse.ArgumentParser) -> None:
+    """`--exclude GLOB`, read the same way by every command that walks folders (lint, fix)."""
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="leave out files and folders whose path or name matches, e.g. 'vendor' or '*/generated/*' "
+        "(repeatable; adds to exclude: in the config)",
+    )

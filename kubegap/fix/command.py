@@ -25,7 +25,7 @@ from kubegap.fix.files import (
     sources,
     write,
 )
-from kubegap.options import add_engine_arguments, settings_from_args
+from kubegap.options import add_engine_arguments, add_exclude_argument, settings_from_args
 from kubegap.policy import EXEMPTION_REASON, INVALID_DECLARATION
 from kubegap.reports.text import printable
 
@@ -48,14 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument(
         "--write", action="store_true", help="change the files in place (stdin: print the fixed stream)"
     )
-    parser.add_argument(
-        "--exclude",
-        action="append",
-        default=[],
-        metavar="GLOB",
-        help="leave out files and folders whose path or name matches, as for lint "
-        "(repeatable; adds to exclude: in the config)",
-    )
+    add_exclude_argument(parser)
     add_engine_arguments(parser)
     for action in parser._actions:  # the shared engine options, as fix reads them
         if action.dest == "policy":

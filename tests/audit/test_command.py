@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 from pathlib import Path
@@ -12,19 +11,12 @@ from xml.etree import ElementTree
 import pytest
 import yaml
 
-from kubegap.audit import command, jsonout
+from kubegap.audit import jsonout
 from kubegap.findings import Finding, ObjectRef, Result, Severity, Summary
 from kubegap.reports import json as json_report
+from tests.audit.invoke import run
 from tests.audit.objects import node, pod, pytorchjob
 from tests.support.apiserver import ApiServer, Fault
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser()
-    command.add_arguments(parser)
-    code = command.run(parser.parse_args(list(argv)))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

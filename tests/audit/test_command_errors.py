@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import argparse
 import socket
 from pathlib import Path
 
 import pytest
 import yaml
 
-from kubegap.audit import command
 from kubegap.audit.selector import check
 from kubegap.errors import UsageError
+from tests.audit.invoke import run
 from tests.support.apiserver import ApiServer
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser()
-    command.add_arguments(parser)
-    code = command.run(parser.parse_args(list(argv)))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _closed_port() -> int:

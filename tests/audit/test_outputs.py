@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
 
-from kubegap.audit import command
+from tests.audit.invoke import run
 from tests.audit.objects import node, pytorchjob
 from tests.support.apiserver import ApiServer
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser()
-    command.add_arguments(parser)
-    code = command.run(parser.parse_args(list(argv)))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_outputs_are_written_beside_stdout(
