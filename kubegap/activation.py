@@ -134,7 +134,18 @@ class Run:
             container=unit.container if unit else None,
             path=path,
             unresolved=tuple(_unresolved(unit, self.facts)) if lists_unresolved else (),
+            scope=_scope(unit, self.ref),
         )
+
+
+_SCOPES = {"node": "node", "cluster-node": "cluster", "pool": "cluster"}
+
+
+def _scope(unit: Unit | None, ref: ObjectRef) -> str:
+    """The finding's scope (RULES.md §4); an engine rule without a unit is the object's."""
+    if unit is not None:
+        return _SCOPES.get(unit.scope, "workload")
+    return "node" if ref.kind == "Node" and ref.api_version == "v1" else "workload"
 
 
 def _unresolved(unit: Unit | None, facts: ObjectFacts) -> list[str]:

@@ -118,6 +118,13 @@ class Engine:
                 return Evaluation(ref, False, ())
             configmaps = context.configmaps if context else {}
             gathered = facts_module.gather(obj, workload, self.catalogue, configmaps)
+        return self.evaluate_facts(obj, gathered, deadline)
+
+    def evaluate_facts(
+        self, obj: Mapping[str, Any], gathered: facts_module.ObjectFacts, deadline: float | None = None
+    ) -> Evaluation:
+        """The policies over facts already gathered: an object's, or a cluster unit's (facts/cluster.py)."""
+        ref = ObjectRef.of(obj)
         run = Run(self.backend, self.group_of, obj, ref, gathered, deadline)
         results: list[Finding] = [_unsized(ref, u) for u in gathered.unsized]
         for policy in self.compiled:

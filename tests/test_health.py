@@ -30,8 +30,13 @@ def test_autopilot_stamp_gives_result_and_age() -> None:
     }
     checks = health_facts({"labels": labels}, NOW)["deepChecks"]
     assert checks == [
-        {"label": "autopilot.ibm.com/dcgm.level.3", "result": "PASS", "ageSeconds": 2 * 86400.0},
-        {"label": "other/check", "result": "ERR", "ageSeconds": 0.0},
+        {
+            "label": "autopilot.ibm.com/dcgm.level.3",
+            "result": "PASS",
+            "ran": "2024-10-10 19:12 UTC",
+            "ageSeconds": 2 * 86400.0,
+        },
+        {"label": "other/check", "result": "ERR", "ran": "2024-10-12 19:12 UTC", "ageSeconds": 0.0},
     ]
 
 

@@ -31,7 +31,8 @@ def write(out: TextIO, result: AuditResult, cluster: str = "") -> None:
     out.write(f"kubegap audit{f' of {cluster}' if cluster else ''}\n\n")
     _rules(out, result)
     _offenders(out, result.offenders)
-    _findings(out, result.spool.findings("worst"))
+    _findings(out, (f for f in result.spool.findings("worst") if f.scope == "workload"))
+    _cluster(out, result)
     _coverage(out, result.coverage)
     out.write("\n" + summary_line(result.summary) + "\n")
 
@@ -75,25 +76,44 @@ def _offenders(out: TextIO, offenders: list[Offender]) -> None:
     out.write("\n")
 
 
-def _findings(out: TextIO, findings: Iterable[Finding]) -> None:
-    out.write("Findings\n")
+def _findings(out: TextIO, findings: Iterable[Finding], title: str = "Findings") -> None:
+    out.write(f"{title}\n")
     count = 0
     for f in findings:
         count += 1
-        label = f.severity.value if f.result is Result.FAIL else f.result.value
-        where = f.where()
-        out.write(
-            f"  {label:<8} {f.policy}/{f.rule}  {f.object.display()}{f'  ({where})' if where else ''}\n"
-        )
-        out.write(f"           {f.message}\n")
-        if f.path:
-            out.write(f"           at {f.path}\n")
-        if f.unresolved:
-            out.write(f"           unresolved: {', '.join(f.unresolved)}\n")
-        if f.result is not Result.SKIP and f.remediation:
-            out.write(f"           fix: {f.remediation}\n")
+        _finding(out, f)
     out.write("" if count else "  none\n")
     out.write("\n")
+
+
+def _finding(out: TextIO, f: Finding) -> None:
+    label = f.severity.value if f.result is Result.FAIL else f.result.value
+    where = f.where()
+    out.write(f"  {label:<8} {f.policy}/{f.rule}  {f.object.display()}{f'  ({where})' if where else ''}\n")
+    out.write(f"           {f.message}\n")
+    if f.path:
+        out.write(f"           at {f.path}\n")
+    if f.unresolved:
+        out.write(f"           unresolved: {', '.join(f.unresolved)}\n")
+    if f.result is not Result.SKIP and f.remediation:
+        out.write(f"           fix: {f.remediation}\n")
+
+
+def _cluster(out: TextIO, result: AuditResult) -> None:
+    """Nodes and node pools: the per-node rules and the rules judged over the cluster's lists."""
+    out.write("Cluster validations (GPU nodes and node pools)\n")
+    section = result.cluster
+    if section is not None and section.status != "evaluated":
+        out.write(f"  pools and monitors {section.status}: {section.reason}\n")
+    if section is not None and section.pools:
+        header = f"{'SPARES':>6} {'GANG':>5} {'NODES':>5}  POOL"
+        out.write(f"  {header}  (idle healthy spare nodes; nodes the largest gang holds; GPU nodes)\n")
+        for pool in section.pools:
+            gang = f"  (largest gang {pool['largestGangName']})" if pool["largestGangName"] else ""
+            out.write(
+                f"  {pool['spares']:>6} {pool['largestGang']:>5} {pool['nodes']:>5}  {pool['name']}{gang}\n"
+            )
+    _findings(out, (f for f in result.spool.findings("worst") if f.scope != "workload"), "  findings")
 
 
 def _coverage(out: TextIO, coverage: Coverage) -> None:

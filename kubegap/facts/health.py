@@ -24,7 +24,8 @@ _STAMPED = re.compile(r"^([A-Z]+)_(\d{4}-\d{2}-\d{2}_\d{2}\.\d{2}\.\d{2})UTC(?:_
 
 def health_facts(metadata: Mapping[str, Any], now: float | None = None) -> dict[str, Any]:
     """`marks`: every label, then every annotation, as `key=value`; `deepChecks`: labels whose value is a
-    timestamped result, with the result word and its age in seconds at `now` (default: the clock)."""
+    timestamped result, with the result word, when it ran, and its age in seconds at `now` (default: the
+    clock; messages name the time it ran, so that they do not change from one second to the next)."""
     labels, annotations = raw.mapping(metadata.get("labels")), raw.mapping(metadata.get("annotations"))
     # One line per mark: the parameter's globs are matched per line, so a line break inside a value (a
     # multi-line annotation) must not let a line of it pass for a mark of its own.
@@ -39,7 +40,9 @@ def health_facts(metadata: Mapping[str, Any], now: float | None = None) -> dict[
         stamped = _stamped(str(value))
         if stamped is not None:
             result, when = stamped
-            checks.append({"label": str(key), "result": result, "ageSeconds": max(0.0, clock - when)})
+            ran = datetime.datetime.fromtimestamp(when, datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+            age = float(max(0, int(clock - when)))
+            checks.append({"label": str(key), "result": result, "ran": ran, "ageSeconds": age})
     return {"marks": marks, "deepChecks": checks}
 
 

@@ -15,13 +15,13 @@ from kubegap.audit import jsonout
 from kubegap.findings import Finding, ObjectRef, Result, Severity, Summary
 from kubegap.reports import json as json_report
 from tests.audit.invoke import run
-from tests.audit.objects import node, pod, pytorchjob
+from tests.audit.objects import monitor, node, pod, pytorchjob
 from tests.support.apiserver import ApiServer, Fault
 
 
 @pytest.fixture
 def healthy(apiserver: ApiServer) -> ApiServer:
-    apiserver.load([node("gpu-0"), pod("cpu-only", namespace="default", gpus=0)])
+    apiserver.load([node("gpu-0"), pod("cpu-only", namespace="default", gpus=0), monitor("gpu-0")])
     return apiserver
 
 
