@@ -51,6 +51,8 @@ def write(
         # the costliest training workloads (the offenders), so a cluster's JSON stays small
         workloads = [o.cost.to_json() for o in result.offenders if o.cost is not None]
         extra = {"coverage": result.coverage.to_json(), "workloads": workloads}
+        if result.cluster is not None:  # the cluster validations' status and pools (RULES.md §2 v3)
+            extra["cluster"] = result.cluster.to_json()
         jsonout.write(out, result.spool.findings("listed"), result.summary, extra)
     elif fmt == "policyreport":
         # The coverage rides along as a comment: PolicyReport has no field for it, and a report that

@@ -3,12 +3,15 @@ applicable from realistic Node and Pod lists, and never a pass when the lists ar
 
 from __future__ import annotations
 
+import io
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kubegap.audit import output
 from kubegap.audit.reader import connect
 from kubegap.audit.retry import Api
 from kubegap.audit.runner import Auditor, AuditResult
@@ -184,3 +187,9 @@ def test_cluster_failures_count_in_the_summary_and_exit_code(apiserver: ApiServe
     rules = {(p, r) for (_ns, p, r, _s) in result.by_rule}
     assert {("hot-spares", "spares-available"), ("link-monitor", "monitor-running")} <= rules
     assert result.summary.to_json()["failuresBySeverity"]["high"] >= 18  # one link-monitor failure a node
+    document = io.StringIO()
+    output.write(document, "json", result)
+    report = json.loads(document.getvalue())
+    assert report["cluster"]["status"] == "evaluated" and report["cluster"]["gpuNodes"] == 18
+    pool = next(f for f in report["findings"] if f["policy"] == "hot-spares")
+    assert (pool["scope"], pool["object"]["kind"], pool["impact"]) == ("cluster", "NodePool", None)
