@@ -12,9 +12,11 @@ import pytest
 
 from kubegap import facts, manifests, policy, schema, testing
 from kubegap.activation import expressions
+from kubegap.audit import demo
 from kubegap.cli import main
 from kubegap.errors import PolicyError
 from kubegap.facts import contract, declare, knobs, reads, reference
+from kubegap.facts.cluster import ClusterView, node_unit_facts, pools
 from kubegap.lint import configmaps_of
 from kubegap.workloads import kind_info, workload_of
 
@@ -40,12 +42,34 @@ def _gathered() -> Iterator[tuple[str, facts.ObjectFacts]]:
                 yield label, facts.gather(obj, workload, catalogue, configmaps)
 
 
-GATHERED = list(_gathered())
+def _cluster_gathered() -> Iterator[tuple[str, facts.ObjectFacts]]:
+    """The cluster scopes over the demo's cluster: the examples' Nodes, the demo pool, job and monitors."""
+    view = ClusterView(knobs.load())
+    nodes = [d.obj for d in manifests.Reader().read([str(BUNDLED)]) if d.obj and d.obj.get("kind") == "Node"]
+    for node in (*nodes, *demo.NODES):
+        view.add_node(node, flagged=False)
+    job = {**demo.training_job(), "metadata": {"name": demo.JOB, "uid": "uid-of-the-job"}}
+    for pod in demo.cluster_pods(job, [str(n["metadata"]["name"]) for n in (*nodes, *demo.NODES)]):
+        view.add_pod(pod)
+    for seen in view.gpu_nodes():
+        yield f"cluster-node/{seen.name}", node_unit_facts(seen)
+    for name, gathered in pools(view, "node.kubernetes.io/instance-type"):
+        yield f"pool/{name}", gathered
+
+
+GATHERED = list(_gathered()) + list(_cluster_gathered())
 
 
 def _departures(gathered: facts.ObjectFacts) -> list[str]:
     scopes = {s for s, units in gathered.units.items() if units}
-    object_facts = contract.NODE_OBJECT if scopes == {"node"} else contract.WORKLOAD
+    objects = {
+        "node": contract.NODE_OBJECT,
+        "cluster-node": contract.NODE_OBJECT,
+        "pool": contract.POOL_OBJECT,
+    }
+    object_facts = (
+        objects.get(next(iter(scopes)), contract.WORKLOAD) if len(scopes) == 1 else contract.WORKLOAD
+    )
     found = declare.problems(dict(gathered.facts), object_facts, "facts")
     for scope, units in gathered.units.items():
         declared = contract.SCOPES[scope]

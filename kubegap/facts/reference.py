@@ -5,7 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kubegap.facts.contract import CONTAINER, NODE, NODE_OBJECT, SCOPES, SETTINGS, TEMPLATE, WORKLOAD
+from kubegap.facts.contract import (
+    CLUSTER_NODE,
+    CONTAINER,
+    NODE,
+    NODE_OBJECT,
+    POOL,
+    POOL_OBJECT,
+    SCOPES,
+    SETTINGS,
+    TEMPLATE,
+    WORKLOAD,
+)
 from kubegap.facts.declare import ListOf, Record, Type
 
 _INTRO = """\
@@ -34,6 +45,9 @@ _SECTIONS: tuple[tuple[str, str, Record, str], ...] = (
     ("container", "`container`: each container", CONTAINER, "Container scope; init containers are not read."),
     ("node", "`node`: each Node", NODE, "Node scope."),
     ("facts", "`facts` of a Node", NODE_OBJECT, "Node scope: a Node has no workload facts."),
+    ("node", "`node`: each GPU node with its pods", CLUSTER_NODE, "Cluster-node scope (audit only)."),
+    ("pool", "`pool`: each node pool", POOL, "Pool scope (audit only)."),
+    ("facts", "`facts` of a node pool", POOL_OBJECT, "Pool scope: a pool is no API object."),
 )
 
 
