@@ -40,6 +40,13 @@ def test_every_command_shown_is_one_kubegap_takes(page: Path) -> None:
     assert [problem for command in shown for problem in docs.command_problems(command)] == []
 
 
+def test_the_docs_index_lists_every_page() -> None:
+    index = ROOT / "docs" / "README.md"
+    listed = {(index.parent / link.partition("#")[0]).resolve() for link in docs.links(index)}
+    pages = {page.resolve() for page in (ROOT / "docs").glob("*.md")} - {index.resolve()}
+    assert sorted(p.name for p in pages - listed) == []
+
+
 def test_the_pages_show_every_subcommand() -> None:
     shown = {c.split()[1] for page in PAGES for c in docs.commands(docs.read(page))}
     assert shown == set(docs.options())

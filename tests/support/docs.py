@@ -85,15 +85,18 @@ def _without_code(prose: str) -> str:
     return INLINE_CODE.sub(lambda m: " " * len(m.group(0)), prose)
 
 
+def links(path: Path) -> list[str]:
+    """The page's relative link targets (inline and reference links outside code), as written."""
+    text = _without_code(read(path).prose)
+    return [t for t in [*LINK.findall(text), *REFERENCE.findall(text)] if not SCHEME.match(t)]
+
+
 def link_problems(path: Path, coming: frozenset[Path] = frozenset()) -> Iterator[str]:
     """Every relative link of the page that names no file, or a heading its target does not have.
 
     `coming`: files known to be on their way, allowed to be missing (not their anchors, once present).
     """
-    text = _without_code(read(path).prose)
-    for target in [*LINK.findall(text), *REFERENCE.findall(text)]:
-        if SCHEME.match(target):
-            continue
+    for target in links(path):
         file, _, anchor = target.partition("#")
         resolved = (path.parent / file).resolve() if file else path.resolve()
         if not resolved.exists():
