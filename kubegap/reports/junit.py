@@ -17,12 +17,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubegap.enginerules import INVALID_MANIFEST
 from kubegap.findings import Finding, Result
 from kubegap.policy import Policy
 from kubegap.reports.report import Report
 
 # Worst first: a testcase holding several results (rare: two bad declarations) reports the worst outcome.
-INVALID_MANIFEST = "invalid-manifest"
 _OUTCOME = {Result.ERROR: 3, Result.FAIL: 2, Result.SKIP: 1, Result.PASS: 0}
 _ELEMENT = {Result.ERROR: "error", Result.FAIL: "failure", Result.SKIP: "skipped"}
 # XML 1.0 cannot carry these at all, not even escaped; manifests can (YAML "\a", JSON "\u0001").
