@@ -41,13 +41,13 @@ class Format:
 # The order is the order of `--help` and completion.
 FORMATS = (
     Format("text", (LINT, AUDIT), "for people (the default)"),
-    Format("json", (LINT, AUDIT), "the findings and the summary, for scripts"),
-    Format("policyreport", (LINT, AUDIT), "wgpolicyk8s.io PolicyReports", keeps_passes=True),
+    Format("json", (LINT, AUDIT), "for scripts"),
+    Format("policyreport", (LINT, AUDIT), "for kubectl apply (wgpolicyk8s.io)", keeps_passes=True),
     Format("sarif", (LINT, AUDIT), "for code scanning", keeps_passes=True),
     Format("junit", (LINT, AUDIT), "for CI test reports", keeps_passes=True),
     # Both point at files in a checkout: the audit's findings have none.
-    Format("github", (LINT,), "GitHub workflow annotations"),
-    Format("codequality", (LINT,), "GitLab merge-request Code Quality"),
+    Format("github", (LINT,), "for GitHub workflow annotations"),
+    Format("codequality", (LINT,), "for GitLab merge requests"),
 )
 # Modules of this package that are not formats: what the formats share.
 SUPPORT = {
