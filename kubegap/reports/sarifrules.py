@@ -9,19 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from kubegap.enginerules import EXEMPTION_REASON, INVALID_DECLARATION, INVALID_MANIFEST
 from kubegap.findings import Finding, Severity
-from kubegap.policy import (
-    EXEMPTION_PREFIX,
-    EXEMPTION_REASON,
-    INVALID_DECLARATION,
-    Policy,
-    Reference,
-    Validation,
-    param_text,
-)
+from kubegap.policy import EXEMPTION_PREFIX, Policy, Reference, Validation, param_text
 from kubegap.reports.sariflog import ReportingDescriptor
 
-INVALID_MANIFEST = "invalid-manifest"
 # Where the bundled rules are documented: policies/README.md (generated, one anchor per policy id) and the
 # README's section on unreadable input, as published for each release.
 DOCS = "https://kubegap.dev/docs"
