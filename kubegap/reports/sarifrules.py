@@ -15,10 +15,10 @@ from kubegap.policy import EXEMPTION_PREFIX, Policy, Reference, Validation, para
 from kubegap.reports.sariflog import ReportingDescriptor
 
 # Where the bundled rules are documented: policies/README.md (generated, one anchor per policy id) and the
-# README's section on unreadable input, as published for each release.
+# section on unreadable input in docs/lint.md, as published for each release.
 DOCS = "https://kubegap.dev/docs"
 POLICY_DOCS = f"{DOCS}/policies/"
-INPUT_DOCS = f"{DOCS}/#input-that-is-reported-instead-of-linted"
+INPUT_DOCS = f"{DOCS}/lint/#input-that-is-reported-instead-of-linted"
 
 # GitHub sorts and labels alerts by this CVSS-like score when a rule is tagged `security`; kubegap's rules
 # are about reliability, so the tag is not claimed and the score only orders alerts in other viewers.
