@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs
 
-from kubegap import policy
+from kubegap import __version__, policy, policyset
 from kubegap.config import Settings
 from kubegap.webhook.actions import check_policy_ids, parse_config
 from kubegap.webhook.admission import Reviewer, request_timeout
 from kubegap.webhook.engines import build_engines
-from kubegap.webhook.metrics import BAD_REQUESTS, POLICIES, Metrics
+from kubegap.webhook.metrics import BAD_REQUESTS, BUILD_INFO, POLICIES, Metrics
 from kubegap.webhook.review import MAX_BODY_BYTES, BadReview, decode
 from kubegap.workloads import SUPPORTED_KINDS
 
@@ -65,6 +65,8 @@ def build_reviewer(settings: Settings, metrics: Metrics) -> Reviewer:
     check_policy_ids(config, (p.id for p in policy.load(settings.policy_dirs)))
     engines = build_engines(settings, config)
     metrics.set(POLICIES, engines.policies)
+    metrics.set(BUILD_INFO, 1, (__version__, policyset.of_settings(settings)))
+    metrics.start_at_zero(((k.group, k.kind) for k in SUPPORTED_KINDS), engines.rules)
     log.info("loaded %d policies into %d engine(s)", engines.policies, engines.distinct)
     return Reviewer(engines, config, ((k.group, k.kind) for k in SUPPORTED_KINDS), metrics)
 
