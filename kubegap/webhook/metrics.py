@@ -136,6 +136,11 @@ class Metrics:
         for family, labels in seeds:
             self._child(family, labels)
 
+    def after_fork(self) -> None:
+        """In a new worker: the client moves every series to this process's files on its first read or
+        write after a fork (11 ms for the bundled policies); do it now rather than inside the first review."""
+        self.value(POLICIES)
+
     def value(self, family: Family, labels: Labels = ()) -> float:
         """This process's count (a histogram's: its observations); for tests and health checks."""
         sample = family.name + ("_count" if family.kind == "histogram" else "")

@@ -12,7 +12,7 @@ import asyncio
 import socket
 from collections.abc import Callable
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # the format prometheus-client writes (both ports)
 HEAD_LIMIT = 8192  # bytes of request head; a scrape sends a few hundred
 READ_SECONDS = 10.0  # Prometheus's default scrape timeout
 

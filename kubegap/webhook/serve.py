@@ -148,6 +148,7 @@ def _options(
         return files.current()
 
     def post_worker_init(worker: Any) -> None:
+        state.metrics.after_fork()
         worker.loop.add_signal_handler(signal.SIGTERM, _drain_handler(worker, state, drain))
         if scraped is not None:  # cancelled with the worker's other tasks when it stops
             tasks.append(worker.loop.create_task(scrape.serve(scraped, state.metrics.render)))

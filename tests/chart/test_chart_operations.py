@@ -124,6 +124,10 @@ def test_the_helm_test_pod_calls_the_webhook_service_trusting_only_the_chart_s_c
     assert openapi.errors(pod, "1.33") == []
 
 
+def test_the_notes_say_how_to_run_the_test(jobs: Mapping[str, Job]) -> None:
+    assert "helm test guard -n gpu-guard" in jobs["elsewhere"].last.notes
+
+
 def test_the_self_signed_tls_secret_carries_the_ca_the_test_pod_reads(jobs: Mapping[str, Job]) -> None:
     job = jobs["scenario:defaults"]
     secret_name = _test_pod(job)["spec"]["volumes"][0]["secret"]["secretName"]

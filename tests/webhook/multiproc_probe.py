@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 from prometheus_client import multiprocess
 
@@ -25,7 +26,14 @@ for reviews in (2, 3):
         os._exit(0)
     os.waitpid(pid, 0)
     children.append(pid)
+# A worker that has not reviewed anything yet: after_fork opens its own files up front.
+pid = os.fork()
+if pid == 0:
+    metrics.after_fork()
+    os._exit(0 if (Path(directory) / f"counter_{os.getpid()}.db").exists() else 1)
+opened = os.waitpid(pid, 0)[1] == 0
 texts = {"children ran": metrics.render()}
+texts["opened after fork"] = "yes" if opened else "no"
 for pid in children:
     multiprocess.mark_process_dead(pid, directory)
 texts["children marked dead"] = metrics.render()

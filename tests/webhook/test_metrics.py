@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -126,6 +127,7 @@ def test_processes_add_up_at_once_and_dead_ones_keep_their_counts(tmp_path: Path
     )
     assert run.returncode == 0, run.stderr
     texts = json.loads(run.stdout)
+    assert texts.pop("opened after fork") == "yes"  # not in the first review a worker judges
     requests = "kubegap_webhook_requests_total"
     for text in texts.values():
         assert total(text, requests, decision="denied", kind="Job.batch", operation="CREATE") == 5
@@ -148,3 +150,11 @@ def test_gunicorn_reports_an_exited_worker_to_prometheus_client(tmp_path: Path) 
     options = serve._options(args, files, ServerState(), str(tmp_path))  # type: ignore[arg-type]
     options["child_exit"](None, SimpleNamespace(pid=4242))
     assert sorted(p.name for p in tmp_path.iterdir()) == [counts.name, live.name]
+
+
+def test_docs_list_exactly_the_metrics_served() -> None:
+    text = (HERE.parents[1] / "docs" / "webhook.md").read_text("utf-8")
+    section = text[text.index("\n## Metrics\n") : text.index("\n## Logs\n")]
+    rows = [line for line in section.splitlines() if line.startswith("| `kubegap_")]
+    listed = {name for row in rows for name in re.findall(r"`(kubegap_[a-z_]+)`", row.split("|")[1])}
+    assert listed == {f.name for f in FAMILIES}

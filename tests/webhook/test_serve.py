@@ -91,6 +91,9 @@ def test_the_plain_port_never_speaks_tls(server: Server) -> None:
 
 def test_every_log_line_is_json_gunicorn_s_included(server: Server) -> None:
     assert server.get("/healthz")[0] == 200
+    deadline = time.monotonic() + 10  # the worker writes the access line after the answer has left
+    while '"path":"/healthz"' not in server.logs() and time.monotonic() < deadline:
+        time.sleep(0.05)
     lines = [json.loads(line) for line in server.logs().splitlines() if line.strip()]
     loggers = {line["logger"] for line in lines}
     assert {"gunicorn.error", "gunicorn.access", "kubegap.webhook.admission"} <= loggers
