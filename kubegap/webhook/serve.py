@@ -80,6 +80,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.metrics_port and args.metrics_port == args.port:
+        print(
+            f"kubegap serve: --metrics-port {args.metrics_port} is the TLS port: give it another",
+            file=sys.stderr,
+        )
+        return 2
     jsonlog.configure(args.log_level)
     with _metrics_directory() as metrics_dir:
         return _start(args, metrics_dir)

@@ -158,3 +158,11 @@ def test_docs_list_exactly_the_metrics_served() -> None:
     rows = [line for line in section.splitlines() if line.startswith("| `kubegap_")]
     listed = {name for row in rows for name in re.findall(r"`(kubegap_[a-z_]+)`", row.split("|")[1])}
     assert listed == {f.name for f in FAMILIES}
+
+
+def test_the_plain_metrics_port_cannot_be_the_tls_port(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser()
+    serve.add_arguments(parser)
+    args = parser.parse_args(["--cert=c", "--key=k", "--port=9443", "--metrics-port=9443"])
+    assert serve.run(args) == 2
+    assert "--metrics-port 9443 is the TLS port" in capsys.readouterr().err
