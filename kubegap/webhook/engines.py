@@ -22,6 +22,7 @@ class EngineSet:
     default: Evaluator
     by_namespace: Mapping[str, Evaluator]
     policies: int  # loaded into the default engine
+    rules: tuple[tuple[str, str], ...] = ()  # (policy id, validation name) of the default engine, for metrics
 
     def for_namespace(self, namespace: str | None) -> Evaluator:
         return self.by_namespace.get(namespace, self.default) if namespace else self.default
@@ -53,7 +54,8 @@ def build_engines(
         if key not in engines:
             engines[key] = build(derived)
         by_namespace[namespace] = engines[key]
-    return EngineSet(default=default, by_namespace=by_namespace, policies=len(default.policies))
+    loaded = tuple((p.id, v.name) for p in default.policies for v in p.validations)
+    return EngineSet(default, by_namespace, policies=len(default.policies), rules=loaded)
 
 
 def _key(settings: Settings) -> str:
