@@ -23,6 +23,8 @@ TRAIN_RULES = {
     ("nccl-timeout", "async-error-handling"),
 }
 BUNDLED = {
+    "hot-spares",
+    "link-monitor",
     "nccl-timeout",
     "checkpoint-interval",
     "gpu-nic-topology",

@@ -33,7 +33,7 @@ POOL_LABEL_PARAM = "poolLabel"  # a pool-scope policy names the label that group
 class ClusterSection:
     """What the report's cluster section shows besides the findings."""
 
-    status: str = "evaluated"  # evaluated | out-of-scope | not-evaluated | no-policies
+    status: str = "evaluated"  # evaluated | out-of-scope | incomplete | no-policies
     reason: str = ""
     pools: list[dict[str, Any]] = field(default_factory=list)  # facts of each judged pool
     gpu_nodes: int = 0
@@ -73,7 +73,7 @@ class ClusterChecks:
         if view is None or section.status != "evaluated":
             return
         if problem := _incomplete(auditor):
-            section.status, section.reason = "not-evaluated", problem
+            section.status, section.reason = "incomplete", problem
             auditor.coverage.problems.append(f"cluster validations not evaluated: {problem}")
             return
         deadline = time.monotonic() + auditor.evaluation_timeout

@@ -3,7 +3,6 @@ applicable from realistic Node and Pod lists, and never a pass when the lists ar
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +18,7 @@ from kubegap.audit.scope import AuditScope
 from kubegap.config import Settings
 from kubegap.evaluate import build_engine
 from kubegap.findings import Finding, Result
+from kubegap.reports import registry
 from tests.audit.objects import bound, monitor, node, pod
 from tests.support.apiserver import ApiServer, Fault
 
@@ -176,7 +176,7 @@ def test_a_pod_list_that_failed_is_not_evaluated_never_a_pass(apiserver: ApiServ
     apiserver.inject(Fault("forbidden", plural="pods", times=None))
     result = audit()
     assert cluster_findings(result, "hot-spares") == cluster_findings(result, "link-monitor") == []
-    assert result.cluster is not None and result.cluster.status == "not-evaluated"
+    assert result.cluster is not None and result.cluster.status == "incomplete"
     assert not result.coverage.complete
     assert any("cluster validations not evaluated: the Pod list" in p for p in result.coverage.problems)
 
@@ -187,9 +187,7 @@ def test_cluster_failures_count_in_the_summary_and_exit_code(apiserver: ApiServe
     rules = {(p, r) for (_ns, p, r, _s) in result.by_rule}
     assert {("hot-spares", "spares-available"), ("link-monitor", "monitor-running")} <= rules
     assert result.summary.to_json()["failuresBySeverity"]["high"] >= 18  # one link-monitor failure a node
-    document = io.StringIO()
-    output.write(document, "json", result)
-    report = json.loads(document.getvalue())
+    report = json.loads("".join(registry.render("json", output.report(result))))
     assert report["cluster"]["status"] == "evaluated" and report["cluster"]["gpuNodes"] == 18
     pool = next(f for f in report["findings"] if f["policy"] == "hot-spares")
     assert (pool["scope"], pool["object"]["kind"], pool["impact"]) == ("cluster", "NodePool", None)
