@@ -13,6 +13,7 @@ from typing import Any
 
 from kubegap import durations, globs, schema
 from kubegap.errors import PolicyError
+from kubegap.facts import reads
 from kubegap.findings import Severity
 
 # Rules the engine itself reports under a policy (RULES.md §1 and §3).
@@ -221,6 +222,7 @@ def _policy(doc: Mapping[str, Any], source: str) -> Policy:
     )
     _check_impact(policy)
     _check_placeholders(policy)
+    reads.check(policy)  # every fact, parameter and variable an expression reads exists
     return policy
 
 

@@ -7,6 +7,10 @@ One module per fact family: `workload` (the entry point, `gather`), `template`, 
 `lifecycle` (restart and deadline per kind) and `node`; `model` holds the shapes. The readers they use sit
 beside them: `argv` (command lines), `env` (the resolved environment), `mpi` (what a launcher hands its
 workers), `readings` (knob values) over the `knobs` catalogue, and `purpose`.
+
+What they produce is declared once, in `contract` (written in the vocabulary of `declare`): every fact per
+scope and every knob setting. `reads` checks each policy expression against it when policies load, and
+`reference` writes docs/facts.md from it (`python -m kubegap.facts.reference > docs/facts.md`).
 """
 
 from __future__ import annotations
