@@ -67,8 +67,9 @@ def gather(
     for key in _FLAGS:
         found = _setting(key, cmd, env, seen, base)
         if found is not None:
+            value = {} if found[0] is None else {"value": found[0]}  # absent: it cannot be seen
             facts[key] = {
-                "value": found[0],
+                **value,
                 "source": found[1],
                 "path": render(found[2]),
                 "fromFlag": found[1].startswith("-"),
@@ -108,13 +109,13 @@ def _elastic(obj: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 def _number(found: Mapping[str, Any] | None, default: float) -> float | None:
     if found is None:
         return default
-    value = found["value"]
+    value = found.get("value")
     return float(value) if isinstance(value, str) and value.strip().isdigit() else None
 
 
 def _fixed_size(found: Mapping[str, Any] | None) -> bool:
     """`--nnodes N` or `N:N`: a rendezvous after a restart waits for every node; `M:N` goes on with M."""
-    text = str(found["value"]) if found and found["value"] is not None else "1:1"
+    text = str(found.get("value", "1:1")) if found else "1:1"
     low, _, high = text.partition(":")
     return not high or low.strip() == high.strip()
 
@@ -130,11 +131,11 @@ def _one(settings: Mapping[str, Any], elastic: Mapping[str, Any], multi_node: bo
         },
     }
     restarts = _number(merged.get("maxRestarts"), 0.0)
-    backend = str(merged["backend"]["value"]) if merged.get("backend") else "static"
+    backend = str(merged["backend"].get("value", "static")) if merged.get("backend") else "static"
     conf = merged.get("conf")
     join = (
         _join_timeout(str(conf["value"]))
-        if conf and conf["value"] is not None
+        if conf and "value" in conf
         else (JOIN_TIMEOUT if not conf else None)
     )
     waits = (restarts is None or restarts > 0) and backend in DYNAMIC and multi_node
