@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from kubegap import manifests
+from kubegap import manifests, policy
 from kubegap.config import Settings
+from kubegap.errors import PolicyError
 from kubegap.evaluate import Engine, build_engine
 from kubegap.findings import Finding, Result
+from tests.test_policy import MINIMAL, write_policy
 
 POLICIES = Path(__file__).resolve().parent.parent / "policies"
 
@@ -72,3 +74,26 @@ def test_an_unpriced_rule_says_why(engine: Engine, example: str, rule: str, beca
     assert finding.impact is not None and finding.impact.saved is None
     reason = finding.to_json()["impact"]["reason"]
     assert reason.startswith("the cost model does not price this rule: ") and because in reason
+
+
+@pytest.mark.parametrize(
+    ("impact", "loads"),
+    [
+        ("{unpriced: no rate of this event}", True),
+        ("{term: autoRestart}", True),
+        ("{term: autoRestart, unpriced: both}", False),  # a term and a reason contradict each other
+        ("{unpriced: ''}", False),
+        ("{param: maxX, unpriced: why}", False),
+        ("{term: rendezvousTimeout}", False),  # the term sets a parameter's value: it must name one
+    ],
+)
+def test_an_impact_is_a_term_or_a_reason(tmp_path: Path, impact: str, loads: bool) -> None:
+    text = MINIMAL.replace(
+        '{name: always, expression: "true"}', f'{{name: always, expression: "true", impact: {impact}}}'
+    )
+    write_policy(tmp_path, "p", text)
+    if loads:
+        assert [p.id for p in policy.load([str(tmp_path)]) if p.id == "p"] == ["p"]
+    else:
+        with pytest.raises(PolicyError):
+            policy.load([str(tmp_path)])
