@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubegap import annotationkeys, pricing
+from kubegap import annotationkeys, kinds, pricing
 from kubegap import facts as facts_module
 from kubegap.activation import OBJECT, Run, UnitState, expressions, groups
 from kubegap.cel import Backend, CelError
@@ -24,8 +24,8 @@ from kubegap.facts import Unit, knobs
 from kubegap.fieldpath import render
 from kubegap.findings import UNRESOLVED_COUNT, Finding, ObjectRef, Result, Severity, WorkloadCost
 from kubegap.impact import ImpactSettings
+from kubegap.kinds import kind_info
 from kubegap.policy import EXEMPTION_REASON, INVALID_DECLARATION
-from kubegap.workloads import kind_info, workload_of
 
 MAX_DEPTH = 100  # cel-expr crashes on objects nested thousands deep; manifests never need a hundred
 
@@ -110,14 +110,9 @@ class Engine:
                 ref,
             )
             return Evaluation(ref, True, (finding,))
-        if info.kind == "Node" and info.group == "":
-            gathered = facts_module.gather_node(obj, self.catalogue)
-        else:
-            workload = workload_of(obj)
-            if workload is None:
-                return Evaluation(ref, False, ())
-            configmaps = context.configmaps if context else {}
-            gathered = facts_module.gather(obj, workload, self.catalogue, configmaps)
+        gathered = kinds.gather(obj, self.catalogue, context.configmaps if context else {})
+        if gathered is None:
+            return Evaluation(ref, False, ())
         run = Run(self.backend, self.group_of, obj, ref, gathered, deadline)
         results: list[Finding] = [_unsized(ref, u) for u in gathered.unsized]
         for policy in self.compiled:

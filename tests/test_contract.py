@@ -15,8 +15,8 @@ from kubegap.activation import expressions
 from kubegap.cli import main
 from kubegap.errors import PolicyError
 from kubegap.facts import contract, declare, knobs, reads, reference
+from kubegap.kinds import kind_info, workload_of
 from kubegap.lint import configmaps_of
-from kubegap.workloads import kind_info, workload_of
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = Path(str(files("kubegap.policies")))

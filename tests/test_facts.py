@@ -7,7 +7,7 @@ import pytest
 from kubegap import facts
 from kubegap.durations import format_seconds
 from kubegap.facts import ObjectFacts, knobs
-from kubegap.workloads import workload_of
+from kubegap.kinds import workload_of
 
 CATALOGUE = knobs.load()
 

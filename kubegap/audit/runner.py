@@ -24,7 +24,8 @@ from kubegap.audit.spool import Spool
 from kubegap.audit.transport import ApiFailure, TransportError
 from kubegap.evaluate import Context, DeadlineExceeded, Evaluation
 from kubegap.findings import ObjectRef, Result, Severity, Summary, WorkloadCost
-from kubegap.workloads import SUPPORTED_KINDS, KindInfo
+from kubegap.kinds import SUPPORTED_KINDS
+from kubegap.workloads import KindInfo
 
 log = logging.getLogger(__name__)
 

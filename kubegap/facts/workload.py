@@ -151,10 +151,10 @@ def _workload_facts(
         "distributed": totals["totalGpus"] > 1,
         "multiNode": totals["gpuPods"] > 1,
     }
-    deadline = lifecycle.deadline(workload.group, workload.kind, obj)
+    deadline = lifecycle.deadline(workload.deadline, obj)
     if deadline is not None:
         facts["deadlineSeconds"] = deadline
-    restart = lifecycle.restart(workload.group, workload.kind, obj)
+    restart = workload.restart(obj) if workload.restart else None
     if restart is not None:
         facts["restart"] = {
             "enabled": restart.enabled,

@@ -19,9 +19,10 @@ from kubegap.audit.retry import Api
 from kubegap.audit.runner import Auditor, AuditResult, Evaluator
 from kubegap.audit.scope import AuditScope
 from kubegap.errors import UsageError
+from kubegap.kinds import SUPPORTED_KINDS
 from kubegap.mcp import access
 from kubegap.mcp.models import AccessRecord, ClusterRecord
-from kubegap.workloads import SUPPORTED_KINDS, KindInfo
+from kubegap.workloads import KindInfo
 
 ProgressFn = Callable[[str, int], None]  # (message, objects so far)
 

@@ -23,12 +23,12 @@ from urllib.parse import parse_qs
 
 from kubegap import policy
 from kubegap.config import Settings
+from kubegap.kinds import SUPPORTED_KINDS
 from kubegap.webhook.actions import check_policy_ids, parse_config
 from kubegap.webhook.admission import Reviewer, request_timeout
 from kubegap.webhook.engines import build_engines
 from kubegap.webhook.metrics import BAD_REQUESTS, POLICIES, Metrics
 from kubegap.webhook.review import MAX_BODY_BYTES, BadReview, decode
-from kubegap.workloads import SUPPORTED_KINDS
 
 log = logging.getLogger(__name__)
 

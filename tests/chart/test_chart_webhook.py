@@ -10,8 +10,8 @@ import celpy
 import pytest
 
 from chart.helm import Job, Step
+from kubegap.kinds import SUPPORTED_KINDS
 from kubegap.webhook import serve
-from kubegap.workloads import SUPPORTED_KINDS
 
 WITH_WEBHOOK = ["defaults", "cert-manager", "enforce"]
 
