@@ -80,9 +80,8 @@ def test_text_lists_offenders_with_gpus_and_roles(
 ) -> None:
     _, out, _ = run(capsys, "--kubeconfig", str(kubeconfig))
     offenders = out.split(f"{OFFENDERS}\n")[1].split("\n\n")[0].splitlines()
-    # no runPolicy.backoffLimit and OnFailure pods: the training operator restarts them (RULES.md v2); the
-    # sixth finding is the flight recorder nobody turned on
-    assert offenders[1].split()[:7] == ["≈", "535", "high", "6", "16", "PyTorchJob/ml/job", "(Worker;"]
+    # no runPolicy.backoffLimit and OnFailure pods: the training operator restarts them (RULES.md v2)
+    assert offenders[1].split()[:7] == ["≈", "535", "high", "5", "16", "PyTorchJob/ml/job", "(Worker;"]
     assert offenders[1].endswith("fixing gpu-nic-topology/nic-attached saves ≈ 400)")
     assert offenders[2].split() == ["-", "high", "1", "8", "Node/gpu-0"]
     assert out.index("Failing rules by namespace") < out.index("Worst offenders") < out.index("Findings")
@@ -101,7 +100,7 @@ def test_policyreports_apply_shape(
     ]
     ml = docs[2]
     assert ml["apiVersion"] == "wgpolicyk8s.io/v1alpha2"
-    assert ml["summary"]["fail"] == len(ml["results"]) == 6 and ml["summary"]["pass"] > 0
+    assert ml["summary"]["fail"] == len(ml["results"]) == 5 and ml["summary"]["pass"] > 0
     assert ml["results"][0]["resources"][0]["uid"], "results point at the live object"
     assert docs[1]["summary"]["fail"] == 0 and docs[1]["results"] == []
     assert out.startswith("# kubegap audit coverage:")
