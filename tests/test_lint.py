@@ -7,6 +7,7 @@ import pytest
 
 from kubegap import lint, manifests
 from kubegap.config import Settings
+from kubegap.enginerules import NOT_EVALUATED
 from kubegap.evaluate import Engine, build_engine
 from kubegap.findings import Finding, Result, Severity
 
@@ -226,8 +227,8 @@ def test_an_object_past_its_deadline_is_an_error_finding_and_the_rest_is_linted(
     monkeypatch.setattr(lint, "EVALUATION_TIMEOUT", -1.0)  # every deadline has already passed
     report = lint.lint_documents(manifests.Reader().read_bytes(stream, "two.yaml"), engine)
     assert [(f.policy, f.rule, f.result, f.document) for f in report.findings] == [
-        (lint.NOT_EVALUATED, "deadline", Result.ERROR, 1),  # the ConfigMap of each copy is not judged
-        (lint.NOT_EVALUATED, "deadline", Result.ERROR, 3),
+        (NOT_EVALUATED, "deadline", Result.ERROR, 1),  # the ConfigMap of each copy is not judged
+        (NOT_EVALUATED, "deadline", Result.ERROR, 3),
     ]
     assert "not a pass" in report.findings[0].message
     assert report.summary.objects == 2

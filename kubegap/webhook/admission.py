@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubegap.durations import parse_go
+from kubegap.enginerules import INVALID_MANIFEST
 from kubegap.evaluate import DeadlineExceeded, Evaluation
 from kubegap.findings import Finding, ObjectRef, Result
-from kubegap.lint import INVALID_MANIFEST
 from kubegap.webhook import messages
 from kubegap.webhook.actions import Action, OnError, WebhookConfig
 from kubegap.webhook.engines import EngineSet

@@ -10,19 +10,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 from kubegap.config import Settings
-from kubegap.evaluate import Evaluation, build_engine
+from kubegap.evaluate import Evaluator, build_engine
 from kubegap.webhook.actions import NamespaceRules, WebhookConfig
-
-
-class Evaluator(Protocol):
-    """What a review needs of an engine (kubegap.evaluate.Engine, or a stand-in in tests)."""
-
-    def evaluate(
-        self, obj: Mapping[str, Any], context: Any = None, deadline: float | None = None
-    ) -> Evaluation: ...
 
 
 @dataclass(frozen=True, slots=True)
