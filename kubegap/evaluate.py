@@ -178,6 +178,8 @@ def _pricing(policies: Sequence[CompiledPolicy]) -> dict[tuple[str, str], pricin
     for compiled in policies:
         policy = compiled.policy
         for v in policy.validations:
+            if v.impact_unpriced is not None:
+                out[(policy.id, v.name)] = pricing.Pricing(None, None, False, v.impact_unpriced)
             if v.impact_term is None:
                 continue
             limit = float(compiled.params[v.impact_param]) if v.impact_param else None

@@ -64,6 +64,7 @@ class Validation:
     remediation: str | None = None
     impact_term: str | None = None  # the cost-model term its fix changes (docs/cost-model.md)
     impact_param: str | None = None  # the duration parameter that holds the compliant value
+    impact_unpriced: str | None = None  # why the model cannot price the rule, said in its findings
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +189,7 @@ def _policy(doc: Mapping[str, Any], source: str) -> Policy:
             remediation=v.get("remediation"),
             impact_term=v.get("impact", {}).get("term"),
             impact_param=v.get("impact", {}).get("param"),
+            impact_unpriced=v.get("impact", {}).get("unpriced"),
         )
         for v in spec["validations"]
     )

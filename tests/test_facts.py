@@ -310,6 +310,10 @@ def test_template_facts() -> None:
         "hostNetwork": True,
         "fabricDevices": False,
         "resourceClaims": 1,
+        "blanketToleration": "",
+        "toleratedKeys": [],
+        "toleratedKeysText": "",
+        "toleratedKeyPaths": {},
     }
 
 

@@ -68,6 +68,96 @@ CHECKPOINT = record(
     fact("unresolvedText", STRING, "what the accelerator containers could not see, `; `-joined"),
 )
 
+# RULES.md v3: torchrun restarts and rendezvous (kubegap/facts/torchrun.py)
+_TORCHRUN_OPTION = record(
+    "a torchrun option",
+    fact("value", STRING, "its value; absent when it cannot be seen", optional=True),
+    fact("source", STRING, "the flag or PET_* variable and its value"),
+    fact("path", STRING, "where it is set (the container's path for a variable)"),
+    fact("fromFlag", BOOL, "set on the command line (a flag wins over PET_* and elasticPolicy)"),
+)
+TORCHRUN_CONTAINER = record(
+    "torchrun's settings in one container",
+    fact("standalone", BOOL, "--standalone: a single-node rendezvous"),
+    fact("maxRestarts", _TORCHRUN_OPTION, "--max-restarts / PET_MAX_RESTARTS", optional=True),
+    fact("backend", _TORCHRUN_OPTION, "--rdzv-backend / PET_RDZV_BACKEND", optional=True),
+    fact("conf", _TORCHRUN_OPTION, "--rdzv-conf / PET_RDZV_CONF", optional=True),
+    fact("nnodes", _TORCHRUN_OPTION, "--nnodes / PET_NNODES", optional=True),
+)
+TORCHRUN = record(
+    "torchrun restarts over the training containers it starts",
+    fact("inPlace", BOOL, "some torchrun restarts its workers in place (max restarts above 0, or unseen)"),
+    fact("restartsReadable", BOOL, "every max-restarts value can be read"),
+    fact("restartsSource", STRING, "where the (first in-place) max restarts come from"),
+    fact(
+        "waitsForLostNode",
+        BOOL,
+        "in-place restarts with a c10d/etcd rendezvous of a fixed node count on a multi-node workload",
+    ),
+    fact("joinTimeoutReadable", BOOL, "the join timeout can be read", optional=True),
+    fact(
+        "joinTimeoutSeconds",
+        DOUBLE,
+        "the longest rendezvous join timeout of those that wait",
+        "s",
+        optional=True,
+    ),
+    fact("joinTimeoutText", STRING, "joinTimeoutSeconds as people write it", optional=True),
+    fact("joinTimeoutSource", STRING, "where the join timeout comes from, or the default", optional=True),
+    fact("joinTimeoutPath", STRING, "the field that sets it", optional=True),
+)
+# RULES.md v3: disruption-budget (kubegap/facts/disruption.py)
+DISRUPTIONS = record(
+    "whether disruptions count against the restart budget",
+    fact("ignored", BOOL, "disrupted pods (condition DisruptionTarget) use up no restart budget"),
+    fact("detail", STRING, "what was read, for the message"),
+    fact("path", STRING, "the deciding field"),
+)
+# RULES.md v3: nccl-transport (kubegap/facts/transport.py)
+_WHOLE_NUMBER = (
+    fact("text", STRING, "the value as written"),
+    fact("readable", BOOL, "a whole number"),
+    fact("value", INT, "the number (0 when not readable)"),
+)
+IB_TRANSPORT = record(
+    "NCCL's InfiniBand transport settings",
+    fact(
+        "timeout",
+        record(
+            "NCCL_IB_TIMEOUT",
+            *_WHOLE_NUMBER,
+            fact("infinite", BOOL, "0 or 32 and above: no acknowledgement timeout"),
+            fact("attemptText", STRING, "one wait, 4.096 µs · 2^value", optional=True),
+            fact(
+                "windowText",
+                STRING,
+                "the wait times the retry count: the time before an error",
+                optional=True,
+            ),
+        ),
+        "NCCL_IB_TIMEOUT, when set with a visible value",
+        optional=True,
+    ),
+    fact(
+        "retryCount",
+        record("NCCL_IB_RETRY_CNT", *_WHOLE_NUMBER),
+        "NCCL_IB_RETRY_CNT, when set with a visible value",
+        optional=True,
+    ),
+)
+# RULES.md v3: nccl-flight-recorder (kubegap/facts/recorder.py)
+FLIGHT_RECORDER = record(
+    "PyTorch's NCCL flight recorder",
+    fact("on", BOOL, "the buffer size is above 0 and dump-on-timeout is on, both written"),
+    fact("problem", STRING, "why it is not on, '' when it is"),
+    fact("blockingWait", STRING, "the blocking-wait variable set to 1 or true, '' when none"),
+    fact("file", STRING, "the dump file prefix ('' when it cannot be seen)"),
+    fact("fileSource", STRING, "the variable that sets it, or `default`"),
+    fact("fileWhere", STRING, "where the prefix lives: a volume, the container's filesystem, or unresolved"),
+    fact("fileKept", BOOL, "on a writable volume that outlives the pod"),
+    fact("fileUnresolved", BOOL, "kubegap cannot place the prefix (unseen or relative)"),
+)
+
 WORKLOAD = record(
     "workload facts",
     fact("kind", STRING, "the object's kind"),
@@ -96,6 +186,8 @@ WORKLOAD = record(
         "checkpoint", CHECKPOINT, "checkpoint facts of the accelerator containers, judged once per workload"
     ),
     fact("expectedRuntime", DURATION, "the declared run time (docs/cost-model.md)", optional=True),
+    fact("torchrun", TORCHRUN, "torchrun's restarts and rendezvous; absent when no torchrun", optional=True),
+    fact("disruptions", DISRUPTIONS, "Job, CronJob and JobSet only", optional=True),
 )
 
 TEMPLATE = record(
@@ -114,6 +206,10 @@ TEMPLATE = record(
     fact("hostNetwork", BOOL, "spec.hostNetwork is true"),
     fact("fabricDevices", BOOL, "a privileged container mounts the host's /dev/infiniband"),
     fact("resourceClaims", INT, "entries of spec.resourceClaims (DRA)", "claims"),
+    fact("blanketToleration", STRING, "path of a toleration of every taint (Exists, no key), '' when none"),
+    fact("toleratedKeys", ListOf(STRING), "taint keys tolerated with an effect that keeps pods away, sorted"),
+    fact("toleratedKeysText", STRING, "toleratedKeys one per line, for `globs` parameters"),
+    fact("toleratedKeyPaths", MapOf(STRING, "taint keys"), "the first toleration of each key (field path)"),
 )
 
 CONTAINER = record(
@@ -162,6 +258,11 @@ CONTAINER = record(
         ),
         "the liveness probe, when it has a handler",
         optional=True,
+    ),
+    fact("ibTransport", IB_TRANSPORT, "NCCL's InfiniBand transport settings (RULES.md v3)"),
+    fact("flightRecorder", FLIGHT_RECORDER, "the NCCL flight recorder (RULES.md v3)"),
+    fact(
+        "torchrun", TORCHRUN_CONTAINER, "torchrun's own settings, when it starts the container", optional=True
     ),
 )
 

@@ -7,7 +7,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubegap import raw
-from kubegap.facts import argv, checkpoint, container, env, lifecycle, mpi, purpose, readings, template
+from kubegap.facts import (
+    argv,
+    checkpoint,
+    container,
+    disruption,
+    env,
+    lifecycle,
+    mpi,
+    purpose,
+    readings,
+    template,
+    torchrun,
+)
 from kubegap.facts.knobs import Catalogue
 from kubegap.facts.model import ObjectFacts, Scratch, Unit
 from kubegap.fieldpath import FieldPath, render
@@ -52,6 +64,8 @@ def gather(
         _read_template(scratch, pods, each, parsed, counts, launch)
     facts = _workload_facts(obj, workload, metadata, pods.totals, pods.purposes)
     facts["checkpoint"] = checkpoint.gather(scratch, pods.readings, pods.trainers)
+    if (run := torchrun.workload(obj, workload.kind, pods.trainers, facts["multiNode"])) is not None:
+        facts["torchrun"] = run
     runtime = scratch.longest_declared("expectedRuntime", list(workload.templates))
     if runtime:
         facts["expectedRuntime"] = runtime
@@ -147,4 +161,6 @@ def _workload_facts(
             "detail": restart.detail,
             "path": render(restart.path),
         }
+    if (disruptions := disruption.gather(workload.group, workload.kind, obj)) is not None:
+        facts["disruptions"] = disruptions
     return facts
