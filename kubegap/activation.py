@@ -16,7 +16,7 @@ from typing import Any
 
 from kubegap import celcost, exemptions
 from kubegap.cel import Backend, CelError
-from kubegap.compiled import CompiledPolicy, Guarded
+from kubegap.compiled import Batch, CompiledPolicy, Guarded
 from kubegap.facts import ObjectFacts, Unit
 from kubegap.fieldpath import render
 from kubegap.findings import Finding, ObjectRef, Result, Severity
@@ -154,12 +154,50 @@ class UnitState:
         self._variables_done = False
         self._policy_applies: bool | None = None
         self._items: int | None = None  # the longest list or map the unit's expressions can see
+        self._outcomes: dict[str, tuple[Any, ...]] | None = None
+        self._batched = False
 
     def policy_applies(self) -> bool:
         """The policy's own appliesTo, once per unit (every validation of the unit asks)."""
         if self._policy_applies is None:
             self._policy_applies = self.applies(self.policy.applies_to)
         return self._policy_applies
+
+    def outcomes(self) -> Mapping[str, tuple[Any, ...]] | None:
+        """Rule -> `()` where its appliesTo does not hold, `(verdict,)` otherwise, from the policy's one
+        program for the unit's scope; `{}` where the policy does not apply. None where that program cannot
+        answer (an error, a part over the cost budget, a variable that failed): then each validation runs
+        alone and reports its own error."""
+        if not self._batched:
+            self._batched = True
+            batch = self.policy.batches.get(self.unit.scope)
+            if batch is not None:
+                self._outcomes = self._batch(batch)
+        return self._outcomes
+
+    def _batch(self, batch: Batch) -> dict[str, tuple[Any, ...]] | None:
+        activation = self.base
+        if batch.reads_variables:
+            self.ensure_variables()
+            if self.variable_error:
+                return None
+            activation = self.activation
+        if batch.costs:
+            if self._items is None:
+                self._items = max((self.run.items(value) for value in self.bindings.values()), default=0)
+            if any(cost.at(self._items) > self.run.backend.cost_budget for cost in batch.costs):
+                return None
+        try:
+            values = self._run(batch.program, activation)
+        except CelError:
+            return None
+        if not isinstance(values, list) or (values and len(values) != len(batch.validations)):
+            return None
+        if any(not isinstance(value, list) or len(value) > 1 for value in values):
+            return None
+        self._policy_applies = bool(values)
+        names = (v.validation.name for v in batch.validations)
+        return {name: tuple(value) for name, value in zip(names, values, strict=False)}
 
     def applies(self, program: Any) -> bool:
         return program is None or self.check(program) is True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubegap import celcost
@@ -43,6 +43,21 @@ class CompiledPolicy:
     # ids of the programs that read `variables`: only they need the activation that carries them
     variable_users: frozenset[int] = frozenset()
     remediation: str = ""  # the policy's fix text, parameters filled in
+    batches: Mapping[str, Batch] = field(default_factory=dict)  # scope -> its validations in one program
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """A policy's validations of one scope as one program, so a unit costs one CEL call, not one or two per
+    validation. It returns `[]` where the policy's appliesTo does not hold, else one list per validation:
+    `[]` where its appliesTo does not hold, `[verdict]` otherwise. Messages and paths are not in it: they
+    are evaluated only for failures. Where it errs, each validation is evaluated alone (kubegap.evaluate),
+    so an error is reported for the validation it belongs to and never hides a sibling's verdict."""
+
+    program: Program
+    validations: tuple[CompiledValidation, ...]
+    costs: tuple[celcost.Cost, ...]  # of its parts that iterate, each checked against the budget alone
+    reads_variables: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,9 +166,43 @@ def compile_policies(
                 validations=validations,
                 variable_users=_variable_users(validations),
                 remediation=fill(policy.remediation, policy, params),
+                batches=_batches(backend, policy, validations),
             )
         )
     return out
+
+
+def _batches(backend: Backend, policy: Policy, validations: Sequence[CompiledValidation]) -> dict[str, Batch]:
+    out = {}
+    for scope in dict.fromkeys(v.validation.scope for v in validations):
+        members = tuple(v for v in validations if v.validation.scope == scope)
+        sources = [s for s in (policy.applies_to,) if s]
+        parts = []
+        for member in members:
+            spec = member.validation
+            verdict = f"[{_grouped(spec.expression)}]"
+            # `== true`: an appliesTo that gives a non-bool does not apply, as when it runs alone
+            parts.append(
+                verdict
+                if spec.applies_to is None
+                else f"({_grouped(spec.applies_to)} == true ? {verdict} : [])"
+            )
+            sources += [s for s in (spec.expression, spec.applies_to) if s]
+        body = f"[{', '.join(parts)}]"
+        if policy.applies_to is not None:
+            body = f"({_grouped(policy.applies_to)} == true ? {body} : [])"
+        try:
+            program = backend.compile(body)
+        except CelError:  # each validation still runs alone, as it compiled alone
+            continue
+        costs = tuple(c for c in map(celcost.estimate, sources) if c.degree > 0)
+        reads_variables = any(_VARIABLES.search(s) for s in sources)
+        out[scope] = Batch(program, members, costs, reads_variables)
+    return out
+
+
+def _grouped(source: str) -> str:
+    return f"(\n{source}\n)"  # own lines: a trailing `//` comment must not swallow what follows
 
 
 def _variable_users(validations: Sequence[CompiledValidation]) -> frozenset[int]:

@@ -168,19 +168,22 @@ def _evaluate_policy(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
     applied = False
     void_exemptions: dict[str, tuple[str, str]] = {}  # path -> (why it exempts nothing, fix)
     for validation in policy.validations:
+        name = validation.validation.name
         for unit in run.facts.units.get(validation.validation.scope, ()):
             state = states.get(id(unit))
             if state is None:
                 state = states[id(unit)] = UnitState(run, policy, unit)
+            outcomes = state.outcomes()
             try:
-                if not state.policy_applies():
+                if not (state.policy_applies() if outcomes is None else outcomes):
                     continue
                 applied = True
                 # A void exemption (blank, expired) is reported wherever the policy applies, even where no
                 # validation does (a cordoned node): it exempts nothing and would mislead the next reader.
-                reason, void = state.exemption(validation.validation.name)
+                reason, void = state.exemption(name)
                 void_exemptions.update(void)
-                if not state.applies(validation.applies_to):
+                outcome = outcomes[name] if outcomes is not None else None
+                if outcome == () or (outcome is None and not state.applies(validation.applies_to)):
                     continue
             except CelError as err:
                 yield _error(run, policy, validation, unit, f"appliesTo failed: {err}")
@@ -188,7 +191,7 @@ def _evaluate_policy(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
             if reason:
                 yield run.finding(
                     policy.policy,
-                    validation.validation.name,
+                    name,
                     validation.severity,
                     Result.SKIP,
                     f"exempted: {reason}",
@@ -197,7 +200,7 @@ def _evaluate_policy(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
                     validation.remediation,
                 )
                 continue
-            yield _judge(run, policy, validation, state)
+            yield _judge(run, policy, validation, state, outcome)
     if applied:
         yield from _engine_rules(run, policy, void_exemptions)
 
@@ -221,10 +224,16 @@ def _error(
     )
 
 
-def _judge(run: Run, policy: CompiledPolicy, validation: CompiledValidation, state: UnitState) -> Finding:
+def _judge(
+    run: Run,
+    policy: CompiledPolicy,
+    validation: CompiledValidation,
+    state: UnitState,
+    outcome: tuple[Any, ...] | None,  # (verdict,) from the policy's one program; None: evaluate it alone
+) -> Finding:
     unit = state.unit
     try:
-        verdict = state.check(validation.expression)
+        verdict = outcome[0] if outcome else state.check(validation.expression)
     except CelError as err:
         return _error(run, policy, validation, unit, f"evaluation failed: {err}")
     if not isinstance(verdict, bool):
