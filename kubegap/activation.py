@@ -14,9 +14,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubegap import celcost, exemptions
+from kubegap import batch, celcost, exemptions
 from kubegap.cel import Backend, CelError
-from kubegap.compiled import Batch, CompiledPolicy, Guarded
+from kubegap.compiled import CompiledPolicy, Guarded
 from kubegap.facts import ObjectFacts, Unit
 from kubegap.fieldpath import render
 from kubegap.findings import Finding, ObjectRef, Result, Severity
@@ -75,7 +75,9 @@ class Run:
     ref: ObjectRef
     facts: ObjectFacts
     deadline: float | None
+    scope_programs: Mapping[tuple[int, str], batch.ScopeProgram] = field(default_factory=dict)
     converted: dict[int, Any] = field(default_factory=dict)
+    outcomes: dict[tuple[int, str], batch.Outcomes | None] = field(default_factory=dict)  # (group, scope)
     activations: dict[tuple[int, int], tuple[dict[str, Any], Any]] = field(default_factory=dict)
     sizes: dict[int, int] = field(default_factory=dict)  # id of a binding -> its longest list or map
 
@@ -85,6 +87,16 @@ class Run:
         if key not in self.sizes:
             self.sizes[key] = celcost.longest(value)
         return self.sizes[key]
+
+    def outcome(self, policy: CompiledPolicy, unit: Unit) -> Mapping[str, tuple[Any, ...]] | None:
+        """The policy's outcomes for the unit from its scope's one program (kubegap.batch), run once per
+        object; None where that program cannot answer."""
+        group = self.group_of[id(policy)]
+        key = (id(group), unit.scope)
+        if key not in self.outcomes:
+            self.outcomes[key] = batch.evaluate(self, group, unit.scope)
+        found = self.outcomes[key]
+        return None if found is None else found.get((id(policy), id(unit)))
 
     def convert(self, value: Any) -> Any:
         key = id(value)
@@ -154,7 +166,7 @@ class UnitState:
         self._variables_done = False
         self._policy_applies: bool | None = None
         self._items: int | None = None  # the longest list or map the unit's expressions can see
-        self._outcomes: dict[str, tuple[Any, ...]] | None = None
+        self._outcomes: Mapping[str, tuple[Any, ...]] | None = None
         self._batched = False
 
     def policy_applies(self) -> bool:
@@ -164,40 +176,15 @@ class UnitState:
         return self._policy_applies
 
     def outcomes(self) -> Mapping[str, tuple[Any, ...]] | None:
-        """Rule -> `()` where its appliesTo does not hold, `(verdict,)` otherwise, from the policy's one
-        program for the unit's scope; `{}` where the policy does not apply. None where that program cannot
-        answer (an error, a part over the cost budget, a variable that failed): then each validation runs
-        alone and reports its own error."""
+        """Rule -> `()` where its appliesTo does not hold, `(verdict,)` otherwise; `{}` where the policy does
+        not apply. None where the scope's one program cannot answer: then each validation runs alone and
+        reports its own error."""
         if not self._batched:
             self._batched = True
-            batch = self.policy.batches.get(self.unit.scope)
-            if batch is not None:
-                self._outcomes = self._batch(batch)
+            self._outcomes = self.run.outcome(self.policy, self.unit)
+            if self._outcomes is not None:
+                self._policy_applies = bool(self._outcomes)
         return self._outcomes
-
-    def _batch(self, batch: Batch) -> dict[str, tuple[Any, ...]] | None:
-        activation = self.base
-        if batch.reads_variables:
-            self.ensure_variables()
-            if self.variable_error:
-                return None
-            activation = self.activation
-        if batch.costs:
-            if self._items is None:
-                self._items = max((self.run.items(value) for value in self.bindings.values()), default=0)
-            if any(cost.at(self._items) > self.run.backend.cost_budget for cost in batch.costs):
-                return None
-        try:
-            values = self._run(batch.program, activation)
-        except CelError:
-            return None
-        if not isinstance(values, list) or (values and len(values) != len(batch.validations)):
-            return None
-        if any(not isinstance(value, list) or len(value) > 1 for value in values):
-            return None
-        self._policy_applies = bool(values)
-        names = (v.validation.name for v in batch.validations)
-        return {name: tuple(value) for name, value in zip(names, values, strict=False)}
 
     def applies(self, program: Any) -> bool:
         return program is None or self.check(program) is True

@@ -48,16 +48,14 @@ class CompiledPolicy:
 
 @dataclass(frozen=True, slots=True)
 class Batch:
-    """A policy's validations of one scope as one program, so a unit costs one CEL call, not one or two per
-    validation. It returns `[]` where the policy's appliesTo does not hold, else one list per validation:
-    `[]` where its appliesTo does not hold, `[verdict]` otherwise. Messages and paths are not in it: they
-    are evaluated only for failures. Where it errs, each validation is evaluated alone (kubegap.evaluate),
-    so an error is reported for the validation it belongs to and never hides a sibling's verdict."""
+    """A policy's validations of one scope as one CEL expression over one unit (kubegap.batch runs it over
+    every unit of the scope at once). It gives `[]` where the policy's appliesTo does not hold, else one list
+    per validation: `[]` where its appliesTo does not hold, `[verdict]` otherwise. Messages and paths are
+    not in it: they are evaluated only for failures."""
 
-    program: Program
+    source: str
     validations: tuple[CompiledValidation, ...]
     costs: tuple[celcost.Cost, ...]  # of its parts that iterate, each checked against the budget alone
-    reads_variables: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,29 +174,36 @@ def _batches(backend: Backend, policy: Policy, validations: Sequence[CompiledVal
     out = {}
     for scope in dict.fromkeys(v.validation.scope for v in validations):
         members = tuple(v for v in validations if v.validation.scope == scope)
-        sources = [s for s in (policy.applies_to,) if s]
+        variables = [v for v in policy.variables if v.scope == scope]
+        sources = [s for s in (policy.applies_to, *(v.expression for v in variables)) if s]
         parts = []
         for member in members:
             spec = member.validation
+            own = [s for s in (spec.expression, spec.applies_to) if s]
+            if any(_VARIABLES.search(s) and celcost.estimate(s).degree > 0 for s in own):
+                break  # its budget depends on the variables' sizes: each validation runs alone
+            sources += own
             verdict = f"[{_grouped(spec.expression)}]"
             # `== true`: an appliesTo that gives a non-bool does not apply, as when it runs alone
-            parts.append(
-                verdict
-                if spec.applies_to is None
-                else f"({_grouped(spec.applies_to)} == true ? {verdict} : [])"
-            )
-            sources += [s for s in (spec.expression, spec.applies_to) if s]
-        body = f"[{', '.join(parts)}]"
-        if policy.applies_to is not None:
-            body = f"({_grouped(policy.applies_to)} == true ? {body} : [])"
-        try:
-            program = backend.compile(body)
-        except CelError:  # each validation still runs alone, as it compiled alone
-            continue
-        costs = tuple(c for c in map(celcost.estimate, sources) if c.degree > 0)
-        reads_variables = any(_VARIABLES.search(s) for s in sources)
-        out[scope] = Batch(program, members, costs, reads_variables)
+            applies = spec.applies_to
+            parts.append(verdict if applies is None else f"({_grouped(applies)} == true ? {verdict} : [])")
+        else:
+            source = _batch_source(policy.applies_to, variables, parts)
+            try:
+                backend.compile(source)
+            except CelError:  # each validation still runs alone, as it compiled alone
+                continue
+            costs = tuple(c for c in map(celcost.estimate, sources) if c.degree > 0)
+            out[scope] = Batch(source, members, costs)
     return out
+
+
+def _batch_source(applies_to: str | None, variables: Sequence[Variable], parts: Sequence[str]) -> str:
+    body = f"[{', '.join(parts)}]"
+    if variables:  # each variable once per unit, as a map bound to `variables`
+        values = ", ".join(f"{v.name!r}: {_grouped(v.expression)}" for v in variables)
+        body = f"[{{{values}}}].map(variables, {body})[0]"
+    return body if applies_to is None else f"({_grouped(applies_to)} == true ? {body} : [])"
 
 
 def _grouped(source: str) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubegap import annotationkeys, knobs, pricing
+from kubegap import annotationkeys, batch, knobs, pricing
 from kubegap import facts as facts_module
 from kubegap.activation import OBJECT, Run, UnitState, expressions, groups
 from kubegap.cel import Backend, CelError
@@ -89,6 +89,7 @@ class Engine:
         )
         self.reads_object = bool(readers)
         self.group_of = groups(self.compiled, readers)
+        self.scope_programs = batch.build(self.compiled, self.group_of, backend)
 
     def evaluate(
         self, obj: Mapping[str, Any], context: Context | None = None, deadline: float | None = None
@@ -117,7 +118,7 @@ class Engine:
                 return Evaluation(ref, False, ())
             configmaps = context.configmaps if context else {}
             gathered = facts_module.gather(obj, workload, self.catalogue, configmaps)
-        run = Run(self.backend, self.group_of, obj, ref, gathered, deadline)
+        run = Run(self.backend, self.group_of, obj, ref, gathered, deadline, self.scope_programs)
         results: list[Finding] = [_unsized(ref, u) for u in gathered.unsized]
         for policy in self.compiled:
             if deadline is not None and time.monotonic() > deadline:
