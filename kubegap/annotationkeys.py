@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kubegap.facts import ObjectFacts
+from kubegap.facts.knobs import Catalogue
+from kubegap.facts.purpose import LABEL as PURPOSE_KEY
 from kubegap.fieldpath import render
 from kubegap.findings import Finding, ObjectRef, Result, Severity
-from kubegap.knobs import Catalogue
 from kubegap.policy import EXEMPTION_PREFIX
-from kubegap.purpose import LABEL as PURPOSE_KEY
 from kubegap.suggest import did_you_mean
 
 POLICY, RULE = "annotations", "unknown-key"

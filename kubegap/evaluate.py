@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubegap import annotationkeys, batch, knobs, pricing
+from kubegap import annotationkeys, batch, pricing
 from kubegap import facts as facts_module
 from kubegap.activation import OBJECT, Run, UnitState, expressions, groups
 from kubegap.cel import Backend, CelError
@@ -20,7 +20,7 @@ from kubegap.collapse import collapse
 from kubegap.compiled import CompiledPolicy, CompiledValidation, compile_policies
 from kubegap.config import Settings
 from kubegap.errors import KubegapError
-from kubegap.facts import Unit
+from kubegap.facts import Unit, knobs
 from kubegap.fieldpath import render
 from kubegap.findings import UNRESOLVED_COUNT, Finding, ObjectRef, Result, Severity, WorkloadCost
 from kubegap.impact import ImpactSettings
@@ -45,6 +45,7 @@ class Evaluation:
     supported: bool
     results: tuple[Finding, ...]
     cost: WorkloadCost | None = None  # training workloads: the expected loss a month
+    gpus: int = 0  # GPUs the workload asks for, or the Node holds, as the facts count them
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -126,11 +127,18 @@ class Engine:
             results.extend(_evaluate_policy(run, policy))
         results.extend(annotationkeys.unknown(gathered, ref, self.known_annotations))
         collapsed = collapse(results)
+        gpus = _gpus(gathered)
         situation = pricing.situation(gathered, self.impact)
         if situation is None:
-            return Evaluation(ref, True, collapsed)
+            return Evaluation(ref, True, collapsed, gpus=gpus)
         priced, cost = pricing.price(ref, collapsed, situation, self.pricing, self.impact)
-        return Evaluation(ref, True, priced, cost)
+        return Evaluation(ref, True, priced, cost, gpus)
+
+
+def _gpus(gathered: facts_module.ObjectFacts) -> int:
+    if "totalGpus" in gathered.facts:
+        return int(gathered.facts["totalGpus"])
+    return sum(int(u.bindings["node"]["gpuCapacity"]) for u in gathered.units.get("node", ()))
 
 
 def _unsized(ref: ObjectRef, found: facts_module.UnreadableCount) -> Finding:

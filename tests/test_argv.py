@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from kubegap.argv import CommandLine, tokenize
+from kubegap.facts.argv import CommandLine, tokenize
 from kubegap.fieldpath import FieldPath
 
 

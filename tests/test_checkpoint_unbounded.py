@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from kubegap import knobs
 from kubegap.config import Settings
 from kubegap.errors import PolicyError
 from kubegap.evaluate import build_engine
+from kubegap.facts import knobs
 
 EXAMPLE = {
     "apiVersion": "batch/v1",

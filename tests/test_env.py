@@ -4,7 +4,8 @@ from typing import Any
 
 import pytest
 
-from kubegap import argv, env, facts, knobs
+from kubegap import facts
+from kubegap.facts import argv, env, knobs
 from kubegap.workloads import workload_of
 
 CATALOGUE = knobs.load()

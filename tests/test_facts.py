@@ -4,9 +4,9 @@ from typing import Any
 
 import pytest
 
-from kubegap import facts, knobs
+from kubegap import facts
 from kubegap.durations import format_seconds
-from kubegap.facts import ObjectFacts
+from kubegap.facts import ObjectFacts, knobs
 from kubegap.workloads import workload_of
 
 CATALOGUE = knobs.load()

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from kubegap import facts, knobs
+from kubegap import facts
 from kubegap.errors import PolicyError
-from kubegap.facts import ObjectFacts
+from kubegap.facts import ObjectFacts, knobs
 from kubegap.workloads import workload_of
 
 CATALOGUE = knobs.load()

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kubegap import argv, purpose
+from kubegap.facts import argv, purpose
 
 
 def _container(command: list[str], args: list[str] | None = None) -> Any:

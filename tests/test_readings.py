@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from kubegap import argv, env, knobs, readings
+from kubegap.facts import argv, env, knobs, readings
 
 CATALOGUE = knobs.load()
 BASE = ("spec", "containers", 0)

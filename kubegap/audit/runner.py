@@ -17,7 +17,6 @@ from typing import Any, Protocol
 from kubegap.audit.configmaps import ConfigMapResolver
 from kubegap.audit.coverage import Coverage, Gap, KindCoverage
 from kubegap.audit.discovery import ServedKind, discover
-from kubegap.audit.gpus import gpu_count
 from kubegap.audit.paging import Lister, ListScope
 from kubegap.audit.retry import Api
 from kubegap.audit.scope import AuditScope
@@ -226,7 +225,7 @@ class Auditor:
             roles = tuple(sorted({f.role for f in failing if f.role}))
             worst = max(f.severity.rank for f in failing)
             cost = evaluation.cost
-            lost, gpus = (cost.lost, cost.gpus) if cost else (0.0, gpu_count(obj))
+            lost, gpus = (cost.lost, cost.gpus) if cost else (0.0, evaluation.gpus)
             offender = Offender(lost, worst, len(failing), gpus, evaluation.ref, roles, cost)
             if len(self._heap) < self.top:
                 heapq.heappush(self._heap, offender)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from kubegap import jobs, raw
+from kubegap import raw
+from kubegap.facts import lifecycle
 from kubegap.fix import edits
 from kubegap.fix.nodes import Unsafe
 from kubegap.fix.target import FieldPath, Patch, Target
@@ -90,8 +91,8 @@ def _restarting_replicas(target: Target, kind: str) -> Patch:
     changes = []
     for role, spec in raw.mapping(raw.dig(target.obj, replicas_key)).items():
         written = raw.mapping(spec).get("restartPolicy")
-        policy = written if isinstance(written, str) and written else jobs.default_restart_policy(kind)
-        if policy in jobs.RESTARTING:
+        policy = written if isinstance(written, str) and written else lifecycle.default_restart_policy(kind)
+        if policy in lifecycle.RESTARTING:
             continue
         at = (*replicas_key, str(role))
         if written is None:

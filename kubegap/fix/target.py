@@ -7,11 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubegap import argv, durations, fieldpath, raw, readings
+from kubegap import durations, fieldpath, raw
+from kubegap.facts import argv, readings
+from kubegap.facts.knobs import Catalogue, Knob
 from kubegap.findings import Finding
 from kubegap.fix.edits import Edit
 from kubegap.fix.nodes import Tree, Unsafe
-from kubegap.knobs import Catalogue, Knob
 from kubegap.workloads import Container, PodTemplate, workload_of
 
 FieldPath = fieldpath.FieldPath

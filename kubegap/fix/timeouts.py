@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kubegap import argv, durations, raw, readings
+from kubegap import durations, raw
+from kubegap.facts import argv, readings
+from kubegap.facts.knobs import Framework, Knob
 from kubegap.fix import edits, scripts
 from kubegap.fix.nodes import Unsafe
 from kubegap.fix.target import Patch, Target, annotations_of, in_unit
 from kubegap.fix.values import COLLECTIVE_TIMEOUT, STEP_TIME, annotation_todo, lower
-from kubegap.knobs import Framework, Knob
 from kubegap.workloads import Container, workload_of
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from kubegap import argv, durations, raw, readings
+from kubegap import durations, raw
+from kubegap.facts import argv, readings
 from kubegap.fix import edits, scripts
 from kubegap.fix.nodes import Unsafe
 from kubegap.fix.target import FieldPath, Patch, Target, declared, in_unit, knob_at

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kubegap import argv, raw
+from kubegap import raw
+from kubegap.facts import argv
 from kubegap.fix import edits, scripts
 from kubegap.fix.nodes import Unsafe
 from kubegap.fix.target import Patch, Target

@@ -12,10 +12,10 @@ from kubegap.audit.paging import Lister, ListScope
 from kubegap.audit.retry import Api
 from kubegap.audit.transport import ApiFailure, TransportError
 from kubegap.evaluate import Engine
+from kubegap.facts.node import node_facts
 from kubegap.findings import ObjectRef
 from kubegap.mcp.models import GpuResource, NodeRecord
 from kubegap.mcp.records import finding_record
-from kubegap.nodes import node_facts
 from kubegap.workloads import SUPPORTED_KINDS
 
 NODE = next(info for info in SUPPORTED_KINDS if info.group == "" and info.kind == "Node")

@@ -17,9 +17,10 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
-from kubegap import argv, durations, lint, manifests, raw
+from kubegap import durations, lint, manifests, raw
 from kubegap.config import Settings
 from kubegap.evaluate import Engine, build_engine
+from kubegap.facts import argv
 from kubegap.findings import Result
 from tests.support.samples import FAILING_PYTORCHJOB
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubegap import raw
-from kubegap.argv import Assignment
+from kubegap.facts.argv import Assignment
 from kubegap.fieldpath import FieldPath
 
 ConfigMaps = Mapping[tuple[str, str], Mapping[str, str]]

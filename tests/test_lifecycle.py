@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from kubegap import jobs
+from kubegap.facts import lifecycle
 from kubegap.fieldpath import render
 
 KUBEFLOW = ["PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob"]
@@ -104,7 +104,7 @@ def _replicas(kind: str, **policies: Any) -> dict[str, Any]:
 def test_kubeflow_restart_follows_the_replicas_restart_policy(
     kind: str, policies: dict[str, Any], enabled: bool, path: str
 ) -> None:
-    found = jobs.restart("kubeflow.org", kind, {"spec": _replicas(kind, **policies)})
+    found = lifecycle.restart("kubeflow.org", kind, {"spec": _replicas(kind, **policies)})
     assert found is not None
     assert (found.enabled, render(found.path)) == (enabled, path)
 
@@ -122,7 +122,7 @@ def test_mpijob_v2beta1_launcher_is_a_job(run_policy: dict[str, int], enabled: b
         "apiVersion": "kubeflow.org/v2beta1",
         "spec": {"runPolicy": run_policy, **_replicas("MPIJob", Worker="Never")},
     }
-    found = jobs.restart("kubeflow.org", "MPIJob", obj)
+    found = lifecycle.restart("kubeflow.org", "MPIJob", obj)
     assert found is not None
     assert (found.enabled, found.detail) == (enabled, detail)
     assert "elasticPolicy" not in found.detail
@@ -141,14 +141,14 @@ def test_mpijob_v2beta1_launcher_is_a_job(run_policy: dict[str, int], enabled: b
     ],
 )  # fmt: skip
 def test_jobset_child_jobs_retry_pods(spec: dict[str, Any], enabled: bool, path: str) -> None:
-    found = jobs.restart("jobset.x-k8s.io", "JobSet", {"spec": spec})
+    found = lifecycle.restart("jobset.x-k8s.io", "JobSet", {"spec": spec})
     assert found is not None
     assert (found.enabled, render(found.path)) == (enabled, path)
 
 
 @pytest.mark.parametrize(("group", "kind", "spec", "enabled", "path"), RESTART)
 def test_restart(group: str, kind: str, spec: dict[str, Any], enabled: bool, path: str) -> None:
-    found = jobs.restart(group, kind, {"spec": spec})
+    found = lifecycle.restart(group, kind, {"spec": spec})
     assert found is not None
     assert found.enabled is enabled
     assert render(found.path) == path
@@ -156,7 +156,7 @@ def test_restart(group: str, kind: str, spec: dict[str, Any], enabled: bool, pat
 
 
 def test_restart_detail_names_what_was_read() -> None:
-    found = jobs.restart("kubeflow.org", "PyTorchJob", {"spec": {"runPolicy": {"backoffLimit": 0}}})
+    found = lifecycle.restart("kubeflow.org", "PyTorchJob", {"spec": {"runPolicy": {"backoffLimit": 0}}})
     assert found is not None
     assert found.detail == "spec.runPolicy.backoffLimit is 0 and spec.elasticPolicy.maxRestarts is unset"
 
@@ -176,12 +176,12 @@ def test_restart_detail_names_what_was_read() -> None:
     ],
 )
 def test_restart_not_applicable(group: str, kind: str) -> None:
-    assert jobs.restart(group, kind, {"spec": {"backoffLimit": 0}}) is None
+    assert lifecycle.restart(group, kind, {"spec": {"backoffLimit": 0}}) is None
 
 
 @pytest.mark.parametrize("spec", [None, [], "x", {"runPolicy": "x"}, {"runPolicy": {"backoffLimit": None}}])
 def test_restart_on_malformed_specs_never_raises(spec: Any) -> None:
-    found = jobs.restart("kubeflow.org", "PyTorchJob", {"spec": spec})
+    found = lifecycle.restart("kubeflow.org", "PyTorchJob", {"spec": spec})
     assert found is not None
     assert found.enabled is False
 
@@ -226,7 +226,7 @@ DEADLINE += [
 
 @pytest.mark.parametrize(("group", "kind", "obj", "seconds"), DEADLINE)
 def test_deadline(group: str, kind: str, obj: dict[str, Any], seconds: float | None) -> None:
-    value = jobs.deadline(group, kind, obj)
+    value = lifecycle.deadline(group, kind, obj)
     assert value == seconds
     if value is not None:
         assert isinstance(value, float)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kubegap import argv, env, readings
-from kubegap.knobs import Catalogue
+from kubegap.facts import argv, env, readings
+from kubegap.facts.knobs import Catalogue
 from kubegap.workloads import Workload
 
 

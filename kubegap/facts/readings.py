@@ -8,10 +8,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubegap import argv, durations
-from kubegap.env import SOURCED, Environment
+from kubegap import durations
+from kubegap.facts import argv
+from kubegap.facts.env import SOURCED, Environment
+from kubegap.facts.knobs import Catalogue, Framework, Knob
 from kubegap.fieldpath import FieldPath
-from kubegap.knobs import Catalogue, Framework, Knob
 
 _VAR_REF = re.compile(
     r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\(([A-Za-z_][A-Za-z0-9_]*)\)|([A-Za-z_][A-Za-z0-9_]*))\Z"

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubegap import raw
-from kubegap.knobs import Catalogue
+from kubegap.facts.knobs import Catalogue
+from kubegap.facts.model import ObjectFacts, Unit
 from kubegap.quantities import count
 
 _KEEP_OFF = ("NoSchedule", "NoExecute")  # a tuple: a malformed effect may be an unhashable list
@@ -39,3 +40,10 @@ def node_facts(obj: Mapping[str, Any], catalogue: Catalogue) -> dict[str, Any]:
             if isinstance(c, Mapping)
         ],
     }
+
+
+def gather_node(obj: Mapping[str, Any], catalogue: Catalogue) -> ObjectFacts:
+    metadata = raw.mapping(obj.get("metadata"))
+    annotations = ((("metadata", "annotations"), raw.mapping(metadata.get("annotations"))),)
+    unit = Unit("node", {"node": node_facts(obj, catalogue)}, None, None, ("status",), annotations)
+    return ObjectFacts({"kind": "Node", "group": ""}, {"node": (unit,)})

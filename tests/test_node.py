@@ -4,7 +4,8 @@ from typing import Any
 
 import pytest
 
-from kubegap import knobs, nodes
+from kubegap.facts import knobs
+from kubegap.facts.node import node_facts
 
 CATALOGUE = knobs.load()
 
@@ -47,11 +48,11 @@ def node(
     ],
 )
 def test_schedulable(spec: dict[str, Any], schedulable: bool) -> None:
-    assert nodes.node_facts(node(spec), CATALOGUE)["schedulable"] is schedulable
+    assert node_facts(node(spec), CATALOGUE)["schedulable"] is schedulable
 
 
 def test_resources_compare_capacity_with_allocatable() -> None:
-    facts = nodes.node_facts(
+    facts = node_facts(
         node(
             capacity={
                 "cpu": "96",
@@ -87,11 +88,11 @@ def test_resources_compare_capacity_with_allocatable() -> None:
     ],
 )
 def test_gpu_capacity(capacity: dict[str, Any], gpus: int) -> None:
-    assert nodes.node_facts(node(capacity=capacity), CATALOGUE)["gpuCapacity"] == gpus
+    assert node_facts(node(capacity=capacity), CATALOGUE)["gpuCapacity"] == gpus
 
 
 def test_conditions_are_type_and_status_text() -> None:
-    facts = nodes.node_facts(
+    facts = node_facts(
         node(
             conditions=[
                 {"type": "Ready", "status": "True", "reason": "KubeletReady"},
@@ -112,7 +113,7 @@ def test_conditions_are_type_and_status_text() -> None:
 @pytest.mark.parametrize("junk", [None, [], "x", 3])
 def test_malformed_nodes_never_raise(junk: Any) -> None:
     obj = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}, "spec": junk, "status": junk}
-    facts = nodes.node_facts(obj, CATALOGUE)
+    facts = node_facts(obj, CATALOGUE)
     assert facts["schedulable"] is True
     assert facts["gpuCapacity"] == 0
     assert facts["resources"] == []

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kubegap import argv, raw
+from kubegap import raw
+from kubegap.facts import argv
 
 LABEL = "kubegap.dev/workload"
 TRAINING, BENCHMARK, DIAGNOSTIC, INTERACTIVE, INFERENCE = (

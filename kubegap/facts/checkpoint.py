@@ -1,0 +1,68 @@
+"""Checkpoint facts, judged once per workload: the least safe (longest) interval of all accelerator
+containers counts (RULES.md §2 checkpoint-interval)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubegap.facts import readings
+from kubegap.facts.model import Found, Scratch, longest
+from kubegap.fieldpath import render
+from kubegap.workloads import PodTemplate
+
+
+@dataclass(slots=True)
+class _Seen:
+    out: dict[str, Any] = field(default_factory=dict)
+    intervals: list[Found] = field(default_factory=list)
+    steps: list[Found] = field(default_factory=list)
+
+    def read(self, reading: readings.Reading, step_time: Found | None) -> None:
+        """One reading of an accelerator container; steps become an interval at a declared step time."""
+        where = {"source": reading.source, "path": render(reading.path)}
+        if reading.setting == "checkpointDisabled":
+            self.out.setdefault("disabled", where)
+        elif reading.setting == "checkpointUnbounded":
+            self.out.setdefault("unbounded", where)
+        elif reading.value is None:
+            return
+        elif reading.setting == "checkpointInterval":
+            self.intervals.append((reading.value, reading.source, reading.path))
+        elif reading.setting == "checkpointSteps" and step_time is None:
+            self.steps.append((reading.value, reading.source, reading.path))
+        elif reading.setting == "checkpointSteps" and step_time is not None:
+            source = f"{reading.source} at step time {step_time[1].split(': ', 1)[1]}"
+            self.intervals.append((reading.value * step_time[0], source, reading.path))
+
+
+def gather(
+    scratch: Scratch,
+    per_template: list[tuple[PodTemplate, list[readings.Reading]]],
+    trainers: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """`per_template` holds each template's accelerator-container readings; `trainers` those containers."""
+    seen = _Seen()
+    for template, found in per_template:
+        step_time = scratch.declared("stepTime", template)
+        for reading in found:
+            seen.read(reading, step_time)
+        declared = scratch.declared("checkpointInterval", template)
+        if declared:
+            seen.intervals.append(declared)
+    out = seen.out
+    interval = longest(seen.intervals)
+    if interval:
+        out["interval"] = interval
+    save_time = scratch.longest_declared("checkpointSaveTime", [t for t, _ in per_template])
+    if save_time:
+        out["saveTime"] = save_time
+    # Only what the accelerator containers could not see can hide a checkpoint knob; a sidecar's is noise.
+    if trainers:  # where a missing interval would be written: the first training container
+        out["trainerPath"] = trainers[0]["path"]
+    unseen = (u for c in trainers for u in c["unresolved"])
+    out["unresolvedText"] = "; ".join(dict.fromkeys(unseen))
+    if seen.steps:
+        steps, source, path = max(seen.steps, key=lambda t: t[0])
+        out["steps"] = {"steps": int(steps), "source": source, "path": render(path)}
+    return out

@@ -1,0 +1,95 @@
+"""The shapes facts are gathered into: evaluation units, the object's facts, and what could not be read."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubegap import durations
+from kubegap.facts import env, readings
+from kubegap.facts.knobs import Catalogue
+from kubegap.fieldpath import FieldPath, render
+from kubegap.workloads import PodTemplate
+
+# A value that was found, where and from what: (seconds, source text, field path).
+Found = tuple[float, str, FieldPath]
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One evaluation unit: the workload, a pod template, a container or a node."""
+
+    scope: str
+    bindings: Mapping[str, Any]  # CEL variables beside `object`, `facts` and `params`
+    role: str | None = None
+    container: str | None = None
+    path: FieldPath | None = None  # where a finding points when the validation names no field
+    # (path of the annotations map, the map): exemptions are looked up here, nearest first
+    annotations: tuple[tuple[FieldPath, Mapping[str, Any]], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidDeclaration:
+    annotation: str
+    text: str
+    reason: str
+    path: FieldPath
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadableCount:
+    """An accelerator count kubegap cannot read (`${GPUS}`, `__SLOTS__`, empty): it counts 0, and says so."""
+
+    resource: str
+    text: str
+    path: FieldPath
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectFacts:
+    facts: Mapping[str, Any]
+    units: Mapping[str, tuple[Unit, ...]]
+    invalid: tuple[InvalidDeclaration, ...] = ()
+    unresolved: tuple[str, ...] = ()
+    unsized: tuple[UnreadableCount, ...] = ()
+
+
+@dataclass(slots=True)
+class Scratch:
+    """Per-object state while facts are gathered."""
+
+    catalogue: Catalogue
+    namespace: str
+    configmaps: env.ConfigMaps
+    metadata: Mapping[str, Any]
+    invalid: dict[FieldPath, InvalidDeclaration] = field(default_factory=dict)
+    unresolved: list[str] = field(default_factory=list)
+
+    def declared(self, setting: str, template: PodTemplate) -> Found | None:
+        """The value a `kubegap.dev/` annotation declares for `setting`; an unreadable one is recorded."""
+        for knob in readings.declared(self.catalogue, setting):
+            assert knob.annotation is not None
+            found = readings.declaration(knob.annotation, template.metadata, template.path, self.metadata)
+            if found is None:
+                continue
+            try:
+                return readings.convert(knob, found.text), f"{knob.annotation}: {found.text}", found.path
+            except ValueError as err:
+                self.invalid[found.path] = InvalidDeclaration(
+                    knob.annotation, found.text, str(err), found.path
+                )
+        return None
+
+    def longest_declared(self, setting: str, templates: list[PodTemplate]) -> dict[str, Any] | None:
+        return longest([d for d in (self.declared(setting, t) for t in templates) if d is not None])
+
+
+def seconds(value: float, source: str, path: FieldPath) -> dict[str, Any]:
+    """A duration fact: seconds for CEL, text for messages, and where it was read."""
+    return {"seconds": value, "text": durations.format_seconds(value), "source": source, "path": render(path)}
+
+
+def longest(found: list[Found]) -> dict[str, Any] | None:
+    """The least safe (longest) of several values, as a duration fact."""
+    return seconds(*max(found, key=lambda f: f[0])) if found else None

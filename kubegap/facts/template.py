@@ -1,0 +1,54 @@
+"""Pod-template facts: GPUs per pod, annotations, resource names and the pod's reach to the fabric."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kubegap import raw
+from kubegap.fieldpath import render
+from kubegap.workloads import PodTemplate
+
+_FABRIC_DEVICES = "/dev/infiniband"  # the RDMA character devices (uverbs, rdma_cm) of the host
+
+
+def _fabric_devices(template: PodTemplate) -> bool:
+    """A privileged container that mounts the host's /dev/infiniband reaches the fabric without an
+    extended resource (a common pattern on clusters without an RDMA device plugin)."""
+    volumes = {
+        str(v.get("name")): str(raw.mapping(v.get("hostPath")).get("path", ""))
+        for v in raw.items(template.spec.get("volumes"))
+        if isinstance(v, Mapping)
+    }
+    privileged = (
+        c for c in template.containers if raw.mapping(c.spec.get("securityContext")).get("privileged") is True
+    )
+    for container in privileged:
+        for mount in raw.items(container.spec.get("volumeMounts")):
+            path = volumes.get(str(raw.mapping(mount).get("name")), "")
+            if path.rstrip("/") == _FABRIC_DEVICES or path.startswith(_FABRIC_DEVICES + "/"):
+                return True
+    return False
+
+
+def gather(
+    template: PodTemplate, containers: list[dict[str, Any]], counts: Mapping[int, Mapping[str, int]]
+) -> dict[str, Any]:
+    """Facts of one pod template, from its containers' facts and resource counts (keyed by `id`)."""
+    spec, metadata = template.spec, template.metadata
+    claims = spec.get("resourceClaims")
+    names = sorted({r for c in template.containers for r in counts[id(c)]})
+    return {
+        "role": template.role,
+        "path": render(template.path),
+        "replicas": template.replicas,
+        "podLevel": template.pod_level,
+        "gpusPerPod": sum(c["gpus"] for c in containers),
+        "acceleratorsPerPod": sum(c["accelerators"] for c in containers),
+        "annotations": {str(k): str(v) for k, v in raw.mapping(metadata.get("annotations")).items()},
+        "resourceNames": names,
+        "resourceNamesText": "\n".join(names),  # one per line, for `globs` params
+        "hostNetwork": spec.get("hostNetwork") is True,
+        "fabricDevices": _fabric_devices(template),
+        "resourceClaims": len(claims) if isinstance(claims, list) else 0,
+    }

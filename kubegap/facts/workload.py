@@ -1,0 +1,150 @@
+"""Workload facts and `gather`, the one entry point from an object to everything the policies judge."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubegap import raw
+from kubegap.facts import argv, checkpoint, container, env, lifecycle, mpi, purpose, readings, template
+from kubegap.facts.knobs import Catalogue
+from kubegap.facts.model import ObjectFacts, Scratch, Unit
+from kubegap.fieldpath import FieldPath, render
+from kubegap.workloads import PodTemplate, Workload
+
+_Annotations = tuple[tuple[FieldPath, Mapping[str, Any]], ...]
+
+
+@dataclass(slots=True)
+class _Pods:
+    """What the templates add up to while they are read one by one."""
+
+    templates: list[Unit] = field(default_factory=list)
+    containers: list[Unit] = field(default_factory=list)
+    readings: list[tuple[PodTemplate, list[readings.Reading]]] = field(default_factory=list)
+    trainers: list[dict[str, Any]] = field(default_factory=list)  # facts of accelerator containers
+    purposes: list[str | None] = field(default_factory=list)
+    totals: dict[str, int] = field(
+        default_factory=lambda: {"totalGpus": 0, "gpuPods": 0, "totalAccelerators": 0}
+    )
+
+
+def _annotations(own: PodTemplate | None, metadata: Mapping[str, Any]) -> _Annotations:
+    """Where exemptions are looked up, nearest first: the pod template's annotations, then the object's."""
+    top = (("metadata", "annotations"), raw.mapping(metadata.get("annotations")))
+    if own is None:
+        return (top,)
+    return (((*own.path, "metadata", "annotations"), raw.mapping(own.metadata.get("annotations"))), top)
+
+
+def gather(
+    obj: Mapping[str, Any], workload: Workload, catalogue: Catalogue, configmaps: env.ConfigMaps
+) -> ObjectFacts:
+    metadata = raw.mapping(obj.get("metadata"))
+    scratch = Scratch(catalogue, str(metadata.get("namespace") or "default"), configmaps, metadata)
+    every = [c for t in workload.templates for c in t.containers]
+    parsed = {id(c): argv.tokenize(c.spec) for c in every}  # each container's command line and
+    counts = {id(c): container.resource_counts(c.spec) for c in every}  # resources, read once
+    launch = mpi.launch(workload, parsed, catalogue, scratch.namespace, configmaps)
+    pods = _Pods()
+    for each in workload.templates:
+        _read_template(scratch, pods, each, parsed, counts, launch)
+    facts = _workload_facts(obj, workload, metadata, pods.totals, pods.purposes)
+    facts["checkpoint"] = checkpoint.gather(scratch, pods.readings, pods.trainers)
+    runtime = scratch.longest_declared("expectedRuntime", list(workload.templates))
+    if runtime:
+        facts["expectedRuntime"] = runtime
+    own = _annotations(None, metadata) + tuple(_annotations(t, metadata)[0] for t in workload.templates)
+    return ObjectFacts(
+        facts,
+        {
+            "workload": (Unit("workload", {}, None, None, None, own),),
+            "template": tuple(pods.templates),
+            "container": tuple(pods.containers),
+        },
+        tuple(scratch.invalid.values()),
+        tuple(dict.fromkeys(scratch.unresolved)),
+        tuple(u for c in every for u in container.unreadable_counts(catalogue, c)),
+    )
+
+
+def _read_template(
+    scratch: Scratch,
+    pods: _Pods,
+    pod: PodTemplate,
+    parsed: Mapping[int, argv.CommandLine],
+    counts: Mapping[int, Mapping[str, int]],
+    launch: mpi.Launch | None,
+) -> None:
+    """One pod template's facts and units; accelerator containers run the training, so their readings
+    count towards the workload's checkpoint, and they or an MPI launcher tell its purpose."""
+    gpus = sum(n for c in pod.containers for r, n in counts[id(c)].items() if scratch.catalogue.is_gpu(r))
+    reach = launch if gpus > 0 else None  # an MPI launcher reaches the GPU pods only
+    own: list[dict[str, Any]] = []
+    found_here: list[readings.Reading] = []
+    for each in pod.containers:
+        cmd = parsed[id(each)]
+        facts, found = container.gather(scratch, pod, each, cmd, counts[id(each)], reach)
+        own.append(facts)
+        if facts["accelerators"] > 0 or cmd.launches_mpi:
+            pods.purposes.append(purpose.of_container(cmd, "framework" in facts))
+        if facts["accelerators"] > 0:
+            found_here += found
+            pods.trainers.append(facts)
+    tfacts = template.gather(pod, own, counts)
+    pods.readings.append((pod, found_here))
+    pods.totals["totalGpus"] += pod.replicas * tfacts["gpusPerPod"]
+    pods.totals["gpuPods"] += pod.replicas if tfacts["gpusPerPod"] else 0
+    pods.totals["totalAccelerators"] += pod.replicas * tfacts["acceleratorsPerPod"]
+    annotations = _annotations(pod, scratch.metadata)
+    pods.templates.append(Unit("template", {"template": tfacts}, pod.role, None, pod.path, annotations))
+    pods.containers += [
+        Unit("container", {"template": tfacts, "container": c}, pod.role, c["name"], each.path, annotations)
+        for c, each in zip(own, pod.containers, strict=True)
+    ]
+
+
+def _purpose(
+    workload: Workload, metadata: Mapping[str, Any], accelerators: int, seen: list[str | None]
+) -> str:
+    """RULES.md §1 "Training workload" and v2 "purpose": the declaration, else serving kinds and workloads
+    without accelerators are not training work, else what the commands say."""
+    declared = purpose.declared(metadata)
+    if declared is not None:
+        return declared
+    if accelerators < 1 or workload.serving:
+        return purpose.INFERENCE
+    return purpose.of_workload(seen)
+
+
+def _workload_facts(
+    obj: Mapping[str, Any],
+    workload: Workload,
+    metadata: Mapping[str, Any],
+    totals: dict[str, int],
+    purposes: list[str | None],
+) -> dict[str, Any]:
+    what = _purpose(workload, metadata, totals["totalAccelerators"], purposes)
+    facts: dict[str, Any] = {
+        "kind": workload.kind,
+        "group": workload.group,
+        **totals,
+        "purpose": what,
+        "training": what == purpose.TRAINING,
+        # benchmarks and diagnostics need the fast network path as much as training does
+        "gpuWork": what in (purpose.TRAINING, purpose.BENCHMARK, purpose.DIAGNOSTIC),
+        "distributed": totals["totalGpus"] > 1,
+        "multiNode": totals["gpuPods"] > 1,
+    }
+    deadline = lifecycle.deadline(workload.group, workload.kind, obj)
+    if deadline is not None:
+        facts["deadlineSeconds"] = deadline
+    restart = lifecycle.restart(workload.group, workload.kind, obj)
+    if restart is not None:
+        facts["restart"] = {
+            "enabled": restart.enabled,
+            "detail": restart.detail,
+            "path": render(restart.path),
+        }
+    return facts
