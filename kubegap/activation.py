@@ -41,6 +41,7 @@ class Group:
     params: Mapping[str, Any]
     text: Mapping[str, str]
     reads_object: bool
+    items: int = 0  # the longest list or map in params and paramsText, measured once
 
 
 def groups(policies: Sequence[CompiledPolicy], readers: frozenset[str]) -> dict[int, Group]:
@@ -56,11 +57,10 @@ def groups(policies: Sequence[CompiledPolicy], readers: frozenset[str]) -> dict[
             home.append(policy)
     out: dict[int, Group] = {}
     for group in members:
-        shared = Group(
-            {k: v for p in group for k, v in p.cel_params.items()},
-            {k: v for p in group for k, v in p.params_text.items()},
-            any(p.policy.id in readers for p in group),
-        )
+        params = {k: v for p in group for k, v in p.cel_params.items()}
+        text = {k: v for p in group for k, v in p.params_text.items()}
+        reads = any(p.policy.id in readers for p in group)
+        shared = Group(params, text, reads, max(celcost.longest(params), celcost.longest(text)))
         out.update({id(p): shared for p in group})
     return out
 
@@ -160,14 +160,35 @@ class UnitState:
 
     def __init__(self, run: Run, policy: CompiledPolicy, unit: Unit) -> None:
         self.run, self.policy, self.unit = run, policy, unit
-        self.bindings, self.base = run.activation(run.group_of[id(policy)], unit)
-        self.activation = self.base
+        # built on first use: where the scope's one program answers, the unit needs no activation of its own
+        self._bindings: Mapping[str, Any] | None = None
+        self._base: Any = None
+        self._own: Any = None  # the activation with this policy's variables, once they are evaluated
         self.variable_error: str | None = None
         self._variables_done = False
         self._policy_applies: bool | None = None
         self._items: int | None = None  # the longest list or map the unit's expressions can see
         self._outcomes: Mapping[str, tuple[Any, ...]] | None = None
         self._batched = False
+
+    def _share(self) -> None:
+        if self._bindings is None:
+            self._bindings, self._base = self.run.activation(self.run.group_of[id(self.policy)], self.unit)
+
+    @property
+    def bindings(self) -> Mapping[str, Any]:
+        self._share()
+        assert self._bindings is not None
+        return self._bindings
+
+    @property
+    def base(self) -> Any:
+        self._share()
+        return self._base
+
+    @property
+    def activation(self) -> Any:
+        return self._own if self._own is not None else self.base
 
     def policy_applies(self) -> bool:
         """The policy's own appliesTo, once per unit (every validation of the unit asks)."""
@@ -228,9 +249,9 @@ class UnitState:
                 self.variable_error = f"variable {variable.name}: {err}"
                 return
         if values:  # this policy's own activation from here on: its variables are its own
-            self.bindings = {**self.bindings, "variables": self.run.backend.convert(values)}
+            self._bindings = {**self.bindings, "variables": self.run.backend.convert(values)}
             self._items = None
-            self.activation = self.run.backend.activation(self.bindings)
+            self._own = self.run.backend.activation(self._bindings)
 
     def exemption(self, rule: str) -> tuple[str | None, dict[str, tuple[str, str]]]:
         """(the nearest reason that covers `rule`, {path: (problem, fix)} of exemptions that exempt

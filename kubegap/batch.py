@@ -84,8 +84,10 @@ def evaluate(run: Run, group: Group, scope: str) -> Outcomes | None:
     if group.reads_object:
         bindings["object"] = run.obj
     if found.costs:  # held to one expression's budget, at the longest list any unit's expressions see
-        values = (*bindings.values(), *(v for u in units for v in u.bindings.values()))
-        items = max(run.items(v) for v in values)
+        seen = (run.facts.facts, *(v for u in units for v in u.bindings.values()))
+        items = max(group.items, *(run.items(v) for v in seen))
+        if group.reads_object:
+            items = max(items, run.items(run.obj))
         if sum(cost.at(items) for cost in found.costs) > run.backend.cost_budget:
             return None  # each validation then runs alone, within the budget and the deadline
     if run.deadline is not None and time.monotonic() > run.deadline:
