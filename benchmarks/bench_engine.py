@@ -28,36 +28,13 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from webhook_payloads import _container, pytorchjob
+from webhook_payloads import jobset, pytorchjob
 
 from kubegap.config import Settings
 from kubegap.evaluate import Engine, build_engine
 
 TARGET_MS = 0.3
 CPU = True  # --wall: time with the wall clock instead
-
-
-def jobset(jobs: int) -> dict[str, Any]:
-    """A JobSet of `jobs` replicated jobs, each a 4-pod Job of one 8-GPU trainer."""
-    replicated = []
-    for index in range(jobs):
-        container = _container("trainer", extra_env=0)
-        template = {
-            "metadata": {"annotations": {"kubegap.dev/step-time": "2.5s"}},
-            "spec": {
-                "containers": [container],
-                "restartPolicy": "Never",
-                "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
-            },
-        }
-        job = {"parallelism": 4, "completions": 4, "backoffLimit": 2, "template": template}
-        replicated.append({"name": f"group-{index:02d}", "replicas": 1, "template": {"spec": job}})
-    return {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": "llm-pretrain", "namespace": "research", "uid": "6b1f2b8e-0c39-4d55-9d8a"},
-        "spec": {"failurePolicy": {"maxRestarts": 3}, "replicatedJobs": replicated},
-    }  # fmt: skip
 
 
 def _containers(value: Any) -> list[dict[str, Any]]:
