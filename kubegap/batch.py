@@ -38,8 +38,8 @@ SCOPE_BINDINGS: Mapping[str, tuple[str, ...]] = {
     "node": ("node",),
 }
 
-# (id(policy), id(unit)) -> rule -> () where its appliesTo does not hold, (verdict,) otherwise; an empty
-# mapping where the policy does not apply to the unit
+# (id(policy), id(unit)) -> rule -> () where its appliesTo does not hold, (verdict,) otherwise, or
+# (False, message, path) for a failure; an empty mapping where the policy does not apply to the unit
 Outcomes = dict[tuple[int, int], dict[str, tuple[Any, ...]]]
 
 
@@ -114,7 +114,7 @@ def _outcomes(
             validations = policy.batches[scope].validations
             if not isinstance(results, list) or (results and len(results) != len(validations)):
                 return None
-            if any(not isinstance(r, list) or len(r) > 1 for r in results):
+            if any(not isinstance(r, list) or len(r) not in (0, 1, 3) for r in results):
                 return None
             names = (v.validation.name for v in validations)
             out[(id(policy), id(unit))] = {n: tuple(r) for n, r in zip(names, results, strict=False)}

@@ -50,8 +50,9 @@ class CompiledPolicy:
 class Batch:
     """A policy's validations of one scope as one CEL expression over one unit (kubegap.batch runs it over
     every unit of the scope at once). It gives `[]` where the policy's appliesTo does not hold, else one list
-    per validation: `[]` where its appliesTo does not hold, `[verdict]` otherwise. Messages and paths are
-    not in it: they are evaluated only for failures."""
+    per validation: `[]` where its appliesTo does not hold, `[verdict]` where it holds, and for a failure
+    `[false, message, field path]` (each null where the validation has none), so messages and paths are
+    evaluated only for failures."""
 
     source: str
     validations: tuple[CompiledValidation, ...]
@@ -183,7 +184,7 @@ def _batches(backend: Backend, policy: Policy, validations: Sequence[CompiledVal
             if any(_VARIABLES.search(s) and celcost.estimate(s).degree > 0 for s in own):
                 break  # its budget depends on the variables' sizes: each validation runs alone
             sources += own
-            verdict = f"[{_grouped(spec.expression)}]"
+            verdict = _verdict(spec, sources)
             # `== true`: an appliesTo that gives a non-bool does not apply, as when it runs alone
             applies = spec.applies_to
             parts.append(verdict if applies is None else f"({_grouped(applies)} == true ? {verdict} : [])")
@@ -196,6 +197,22 @@ def _batches(backend: Backend, policy: Policy, validations: Sequence[CompiledVal
             costs = tuple(c for c in map(celcost.estimate, sources) if c.degree > 0)
             out[scope] = Batch(source, members, costs)
     return out
+
+
+def _verdict(spec: Validation, sources: list[str]) -> str:
+    """`[verdict]`, or `[false, message, path]` for a failure: messages and paths are evaluated only where
+    the validation fails, in the same call. A message or path whose budget depends on the variables' sizes
+    is left out (`[false]`): it is then evaluated alone, as before."""
+    texts = (spec.message_expression, spec.field_path_expression)
+    if any(t and _VARIABLES.search(t) and celcost.estimate(t).degree > 0 for t in texts):
+        failed = "[false]"
+    else:
+        sources += [t for t in texts if t]
+        message, path = (_grouped(t) if t else "null" for t in texts)
+        failed = f"[false, {message}, {path}]"
+    # bound once; a non-bool stays itself, and the engine reports it as an error
+    bound = "kubegapVerdict"
+    return f"[{_grouped(spec.expression)}].map({bound}, {bound} == false ? {failed} : [{bound}])[0]"
 
 
 def _batch_source(applies_to: str | None, variables: Sequence[Variable], parts: Sequence[str]) -> str:

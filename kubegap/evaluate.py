@@ -238,7 +238,7 @@ def _judge(
     policy: CompiledPolicy,
     validation: CompiledValidation,
     state: UnitState,
-    outcome: tuple[Any, ...] | None,  # (verdict,) from the policy's one program; None: evaluate it alone
+    outcome: tuple[Any, ...] | None,  # from the scope's one program (kubegap.batch); None: evaluate alone
 ) -> Finding:
     unit = state.unit
     try:
@@ -248,16 +248,15 @@ def _judge(
     if not isinstance(verdict, bool):
         return _error(run, policy, validation, unit, f"expression gave {type(verdict).__name__}, not a bool")
     result = Result.PASS if verdict else Result.FAIL
-    message = (
-        ""
-        if verdict
-        else _text(
-            state,
-            validation.message_expression,
-            validation.validation.message or f"{validation.validation.name} failed",
-        )
-    )
-    path = _text(state, validation.field_path, _default_path(unit)) if not verdict else _default_path(unit)
+    fallback = validation.validation.message or f"{validation.validation.name} failed"
+    if verdict:
+        message, path = "", _default_path(unit)
+    elif outcome is not None and len(outcome) == 3:  # evaluated with the verdict: the same rules as _text
+        message = outcome[1] if isinstance(outcome[1], str) else fallback
+        path = outcome[2] if isinstance(outcome[2], str) else _default_path(unit)
+    else:
+        message = _text(state, validation.message_expression, fallback)
+        path = _text(state, validation.field_path, _default_path(unit))
     return run.finding(
         policy.policy,
         validation.validation.name,
