@@ -18,7 +18,7 @@ from kubegap.audit import cluster
 from kubegap.audit.configmaps import ConfigMapResolver
 from kubegap.audit.coverage import Coverage, Gap, KindCoverage
 from kubegap.audit.discovery import ServedKind, discover
-from kubegap.audit.paging import Lister, ListScope
+from kubegap.audit.paging import Lister, ListScope, ahead
 from kubegap.audit.retry import Api
 from kubegap.audit.scope import AuditScope
 from kubegap.audit.spool import Spool
@@ -146,7 +146,7 @@ class Auditor:
             scope = ListScope(namespace, self.scope.selector, field_selector)
             lister = Lister(self.api, served, scope, self.scope.page_size)
             try:
-                for page in lister.pages():
+                for page in ahead(lister.pages()):
                     for obj in page:
                         self._one(entry, obj)
                     self._report_progress(entry, namespace)
