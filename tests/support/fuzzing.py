@@ -21,7 +21,7 @@ from kubegap import durations, lint, manifests, raw
 from kubegap.config import Settings
 from kubegap.enginerules import INVALID_MANIFEST
 from kubegap.evaluate import Engine, build_engine
-from kubegap.facts import argv
+from kubegap.facts import argv, shell
 from kubegap.findings import Result
 from tests.support.samples import FAILING_PYTORCHJOB
 
@@ -234,7 +234,7 @@ def check_shell_line(line: str) -> None:
     lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
     lexer.whitespace_split = True
     expected = list(lexer)
-    assert argv._shell_words(line) == expected
+    assert shell.words(line) == expected
 
 
 def check_tokenize(container: dict[str, Any]) -> None:

@@ -1,0 +1,95 @@
+"""Shell word splitting for the scripts of `sh -c` / `bash -c`: quoting, operators, comments, and command
+substitutions kept whole, as the shell reads them."""
+
+from __future__ import annotations
+
+import re
+
+_SPACE = re.compile(r"(?:[ \t\r]|\\\n)+")  # a backslash-newline joins lines: it separates words
+_OPERATOR = re.compile(r"&&|\|\||;;|[;&|()]")
+# a plain piece stops before `$(` and a backquote, where a command substitution starts (see _substitution)
+_PIECE = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)|((?:[^\s'"\\;&|()$`]|\$(?!\())+)""", re.S)
+_DQ_ESCAPE = re.compile(r"""\\([\\"$`])""")
+
+
+def words(script: str) -> list[str]:
+    """Split a shell script into words and operators (newlines kept as "\\n"), with shell quoting.
+
+    A regular-expression scanner rather than `shlex`: it runs on every container of every object, and
+    shlex reads one character at a time. On unbalanced quotes it falls back to whitespace splitting
+    rather than losing the script.
+    """
+    words: list[str] = []
+    pos, end = 0, len(script)
+    while pos < end:
+        space = _SPACE.match(script, pos)
+        if space:
+            pos = space.end()
+            continue
+        char = script[pos]
+        if char == "\n":
+            words.append("\n")
+            pos += 1
+        elif char == "#":
+            newline = script.find("\n", pos)
+            pos = end if newline < 0 else newline
+        elif operator := _OPERATOR.match(script, pos):
+            words.append(operator.group())
+            pos = operator.end()
+        else:
+            word, pos = _word(script, pos)
+            if word is None:
+                return script.split()
+            words.append(word)
+    return words
+
+
+def _substitution(script: str, pos: int) -> int | None:
+    """The end of a `$(…)`, `$((…))` or backquoted substitution starting at `pos`; None if there is none
+    or it never closes. It is one word to the shell: its spaces and parentheses separate nothing."""
+    if script.startswith("`", pos):
+        close = script.find("`", pos + 1)
+        return None if close < 0 else close + 1
+    if not script.startswith("$(", pos):
+        return None
+    depth, index, quote = 0, pos + 1, ""
+    while index < len(script):
+        char = script[index]
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+        index += 1
+    return None
+
+
+def _word(script: str, pos: int) -> tuple[str | None, int]:
+    parts: list[str] = []
+    while pos < len(script):
+        end = _substitution(script, pos)
+        if end is not None:
+            parts.append(script[pos:end])
+            pos = end
+            continue
+        piece = _PIECE.match(script, pos)
+        if piece is None:
+            if script[pos] in "'\"":  # an unbalanced quote
+                return None, pos
+            break
+        single, double, escaped, plain = piece.groups()
+        if single is not None:
+            parts.append(single)
+        elif double is not None:
+            parts.append(_DQ_ESCAPE.sub(r"\1", double))
+        elif escaped is not None:
+            parts.append("" if escaped == "\n" else escaped)
+        else:
+            parts.append(plain)
+        pos = piece.end()
+    return "".join(parts), pos
