@@ -18,7 +18,7 @@ from kubegap import celcost, durations, globs
 from kubegap.errors import KubegapError
 from kubegap.integers import INT64_MAX, INT64_MIN
 
-VARIABLES = ("object", "facts", "params", "paramsText", "template", "container", "node", "variables")
+VARIABLES = ("object", "facts", "params", "paramsText", "template", "container", "node", "claim", "variables")
 BACKENDS = ("cel-expr", "cel-python")
 
 

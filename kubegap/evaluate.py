@@ -20,7 +20,7 @@ from kubegap.collapse import collapse
 from kubegap.compiled import CompiledPolicy, CompiledValidation, compile_policies
 from kubegap.config import Settings
 from kubegap.errors import KubegapError
-from kubegap.facts import Unit, knobs
+from kubegap.facts import Unit, claim, knobs
 from kubegap.fieldpath import render
 from kubegap.findings import UNRESOLVED_COUNT, Finding, ObjectRef, Result, Severity, WorkloadCost
 from kubegap.impact import ImpactSettings
@@ -112,6 +112,8 @@ class Engine:
             return Evaluation(ref, True, (finding,))
         if info.kind == "Node" and info.group == "":
             gathered = facts_module.gather_node(obj, self.catalogue)
+        elif info.group == claim.GROUP and info.kind in claim.CLAIM_KINDS:
+            gathered = claim.gather_claim(obj)
         else:
             workload = workload_of(obj)
             if workload is None:
@@ -167,7 +169,9 @@ def _pricing(policies: Sequence[CompiledPolicy]) -> dict[tuple[str, str], pricin
             if v.impact_term is None:
                 continue
             limit = float(compiled.params[v.impact_param]) if v.impact_param else None
-            out[(policy.id, v.name)] = pricing.Pricing(v.impact_term, limit, policy.severity_from_impact)
+            # an info validation is advice: priced, but its severity is not raised (RULES.md v3)
+            escalate = policy.severity_from_impact and v.severity is not Severity.INFO
+            out[(policy.id, v.name)] = pricing.Pricing(v.impact_term, limit, escalate)
     return out
 
 

@@ -259,6 +259,11 @@ _ENTRIES: tuple[_Entry, ...] = (
     _kind("apps/ReplicaSet@v1", "replicasets", _spec_template("ReplicaSet", _REPLICAS), serving=True),
     _kind("apps/DaemonSet@v1", "daemonsets", _spec_template("DaemonSet", None), serving=True),
     _kind("/Node@v1", "nodes", None, namespaced=False),
+    # DRA claims: not workloads (no pod template); the engine reads their device requests
+    # (facts/claim.py, scope `claim`). resource.k8s.io is GA at v1 (Kubernetes 1.34); older servers
+    # serve v1beta2 or v1beta1.
+    _kind("resource.k8s.io/ResourceClaim@v1,v1beta2,v1beta1", "resourceclaims", None),
+    _kind("resource.k8s.io/ResourceClaimTemplate@v1,v1beta2,v1beta1", "resourceclaimtemplates", None),
 )  # fmt: skip
 
 _BY_KEY: Mapping[tuple[str, str], _Entry] = {(e.info.group, e.info.kind): e for e in _ENTRIES}
@@ -283,7 +288,7 @@ def kind_info(obj: Mapping[str, Any]) -> KindInfo | None:
 
 
 def workload_of(obj: Mapping[str, Any]) -> Workload | None:
-    """The workload view of a supported object; None for unsupported kinds (and Nodes)."""
+    """The workload view of a supported object; None for unsupported kinds (and Nodes, DRA claims)."""
     entry = _entry(obj)
     if entry is None or entry.extract is None:
         return None

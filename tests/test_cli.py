@@ -29,6 +29,9 @@ BUNDLED = {
     "health-probes",
     "restart-budget",
     "gpu-node-health",
+    "checkpoint-recovery",
+    "gpu-nic-alignment",
+    "gpu-nic-rails",
 }
 
 

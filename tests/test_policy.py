@@ -86,6 +86,19 @@ BUNDLED: dict[str, tuple[Severity, str, dict[str, tuple[Severity, str]], dict[st
         {"gpus-healthy": (Severity.HIGH, "node"), "nics-healthy": (Severity.HIGH, "node")},
         {"perDeviceNicResources": ["vpc.amazonaws.com/efa", "rdma/ib", "nvidia.com/*rdma*"]},
     ),
+    "checkpoint-recovery": (
+        Severity.HIGH,
+        "workload",
+        {
+            "storage-persistent": (Severity.HIGH, "workload"),
+            "resume-latest": (Severity.HIGH, "workload"),
+            "grace-covers-save": (Severity.MEDIUM, "workload"),
+            "save-async": (Severity.INFO, "workload"),
+        },
+        {"maxSyncInterval": 600.0, "largeJobAccelerators": 512},
+    ),
+    "gpu-nic-alignment": (Severity.MEDIUM, "claim", {"pcie-root-aligned": (Severity.MEDIUM, "claim")}, {}),
+    "gpu-nic-rails": (Severity.MEDIUM, "container", {"hca-per-gpu": (Severity.MEDIUM, "container")}, {}),
 }
 
 

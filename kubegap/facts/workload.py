@@ -7,7 +7,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubegap import raw
-from kubegap.facts import argv, checkpoint, container, env, lifecycle, mpi, purpose, readings, template
+from kubegap.facts import (
+    argv,
+    checkpoint,
+    container,
+    env,
+    lifecycle,
+    mpi,
+    persistence,
+    purpose,
+    readings,
+    template,
+)
 from kubegap.facts.knobs import Catalogue
 from kubegap.facts.model import ObjectFacts, Scratch, Unit
 from kubegap.fieldpath import FieldPath, render
@@ -52,6 +63,7 @@ def gather(
         _read_template(scratch, pods, each, parsed, counts, launch)
     facts = _workload_facts(obj, workload, metadata, pods.totals, pods.purposes)
     facts["checkpoint"] = checkpoint.gather(scratch, pods.readings, pods.trainers)
+    facts["recovery"] = persistence.gather(workload.templates, pods.trainers)
     runtime = scratch.longest_declared("expectedRuntime", list(workload.templates))
     if runtime:
         facts["expectedRuntime"] = runtime
