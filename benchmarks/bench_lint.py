@@ -30,7 +30,7 @@ from kubegap.cel import CelError
 from kubegap.config import Settings
 from kubegap.evaluate import build_engine
 from kubegap.facts import gather
-from kubegap.workloads import workload_of
+from kubegap.kinds import workload_of
 
 
 def best(repeat: int, run: Callable[[], object]) -> float:

@@ -19,7 +19,7 @@ from kubegap.cel import Backend, CelError
 from kubegap.compiled import CompiledPolicy, Guarded
 from kubegap.facts import ObjectFacts, Unit
 from kubegap.fieldpath import render
-from kubegap.findings import Finding, ObjectRef, Result, Severity
+from kubegap.findings import ObjectRef, Where
 from kubegap.policy import EXEMPTION_PREFIX, Policy
 
 OBJECT = re.compile(r"\bobject\b")
@@ -110,31 +110,15 @@ class Run:
             self.activations[key] = (converted, self.backend.activation(converted))
         return self.activations[key]
 
-    def finding(
-        self,
-        policy: Policy,
-        rule: str,
-        severity: Severity,
-        result: Result,
-        message: str,
-        unit: Unit | None,
-        path: str | None,
-        remediation: str,
-        lists_unresolved: bool = True,  # False: no unseen value could change this result
-    ) -> Finding:
-        return Finding(
-            policy=policy.id,
-            rule=rule,
-            severity=severity,
-            result=result,
-            message=message,
-            remediation=remediation,
-            object=self.ref,
-            role=unit.role if unit else None,
-            container=unit.container if unit else None,
-            path=path,
-            unresolved=tuple(_unresolved(unit, self.facts)) if lists_unresolved else (),
-        )
+    def where(self, unit: Unit | None, path: str | None, lists_unresolved: bool = True) -> Where:
+        """A result's place in this object: the unit's role and container, the path, and what the unit
+        could not see (`lists_unresolved=False`: no unseen value could change this result)."""
+        return {
+            "role": unit.role if unit else None,
+            "container": unit.container if unit else None,
+            "path": path,
+            "unresolved": tuple(_unresolved(unit, self.facts)) if lists_unresolved else (),
+        }
 
 
 def _unresolved(unit: Unit | None, facts: ObjectFacts) -> list[str]:

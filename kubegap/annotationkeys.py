@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kubegap.enginerules import ANNOTATIONS, UNKNOWN_KEY
 from kubegap.facts import ObjectFacts
 from kubegap.facts.knobs import Catalogue
 from kubegap.facts.purpose import LABEL as PURPOSE_KEY
 from kubegap.fieldpath import render
-from kubegap.findings import Finding, ObjectRef, Result, Severity
+from kubegap.findings import Check, Finding, ObjectRef, Severity, fail
 from kubegap.policy import EXEMPTION_PREFIX
 from kubegap.suggest import did_you_mean
 
-POLICY, RULE = "annotations", "unknown-key"
 PREFIXES = ("kubegap.dev/", EXEMPTION_PREFIX)
 
 
@@ -45,13 +45,5 @@ def _finding(key: str, path: str, ref: ObjectRef, known: frozenset[str]) -> Find
     # Names are compared without the shared prefix, which would make any two keys look alike.
     hint = did_you_mean(key.removeprefix(prefix), [k.removeprefix(prefix) for k in family])
     hint = hint.replace("mean ", f"mean {prefix}", 1)
-    return Finding(
-        policy=POLICY,
-        rule=RULE,
-        severity=Severity.MEDIUM,
-        result=Result.FAIL,
-        message=f"annotation {key} is not one kubegap reads, so it {effect}{hint}",
-        remediation=f"Use one of: {', '.join(family)}.",
-        object=ref,
-        path=path,
-    )
+    check = Check(ANNOTATIONS, UNKNOWN_KEY, Severity.MEDIUM, f"Use one of: {', '.join(family)}.")
+    return fail(check, ref, f"annotation {key} is not one kubegap reads, so it {effect}{hint}", path=path)

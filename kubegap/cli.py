@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,7 +23,10 @@ from kubegap.errors import KubegapError
 
 if TYPE_CHECKING:
     from kubegap.evaluate import Engine
+    from kubegap.findings import Finding
+    from kubegap.fix.suggestions import Suggestion
     from kubegap.lint import LintReport
+    from kubegap.reports.report import Report
 
 EPILOG = """\
 examples:
@@ -43,7 +46,6 @@ exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage/input/policy erro
 """
 
 
-LINT_FORMATS = ("text", "json", "sarif", "junit", "github", "codequality")
 LINT_EPILOG = """\
 examples:
   kubegap lint deploy/ jobs/train.yaml
@@ -59,6 +61,7 @@ exit codes: 0 clean, 1 a finding at or above --fail-on, 2 usage/input/policy err
 
 def _lint_arguments(parser: argparse.ArgumentParser) -> None:
     from kubegap.options import add_engine_arguments, add_exclude_argument
+    from kubegap.reports import registry
 
     parser.add_argument(
         "paths",
@@ -87,10 +90,9 @@ def _lint_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-o",
         "--format",
-        choices=LINT_FORMATS,
+        choices=registry.names(registry.LINT),
         default="text",
-        help="format written to stdout (default text): sarif for code scanning, junit for CI test reports, "
-        "github for workflow annotations, codequality for GitLab merge requests",
+        help=f"format written to stdout: {registry.described(registry.LINT)}",
     )
     parser.add_argument(
         "--output",
@@ -116,11 +118,11 @@ def _bundled_examples() -> list[str]:
 
 def _lint(args: argparse.Namespace) -> int:
     from kubegap.charts import chart_dirs
-    from kubegap.errors import UsageError
     from kubegap.evaluate import build_engine
     from kubegap.inputs import expand
     from kubegap.lint import exit_code, jobs_from, lint
     from kubegap.options import parse_outputs, settings_from_args
+    from kubegap.reports import registry
 
     settings = settings_from_args(args)
     engine = build_engine(settings)
@@ -135,21 +137,19 @@ def _lint(args: argparse.Namespace) -> int:
             "`kubegap lint --examples` lints the bundled examples)",
             file=sys.stderr,
         )
-    outputs = parse_outputs(args.output, LINT_FORMATS)  # before linting, so that a typo fails at once
+    # before linting, so that a typo fails at once
+    outputs = parse_outputs(args.output, registry.names(registry.LINT))
     formats = {args.format, *(fmt for fmt, _ in outputs)}
     stdin = sys.stdin.buffer if "-" in files else None
-    # SARIF counts passes and JUnit lists them as test cases; the other formats need only the findings.
     charts = chart_dirs([*settings.chart_dirs, *args.chart_dir])
     jobs = jobs_from(args.jobs)
-    report = lint(files, engine, stdin, jobs, keep_passes=bool(formats & {"sarif", "junit"}))
+    # Only the formats that count or list passes need them kept (SARIF, JUnit, PolicyReport).
+    report = lint(files, engine, stdin, jobs, keep_passes=registry.keeps_passes(formats))
     report.findings, report.passes = charts.apply(report.findings), charts.apply(report.passes)
+    rendered = _report(report, engine, files, jobs)
     for fmt, path in outputs:
-        try:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_text(_lint_output(fmt, report, engine, files, jobs), "utf-8")
-        except OSError as err:
-            raise UsageError(f"--output {fmt}={path}: {err.strerror or err}") from None
-    sys.stdout.write(_lint_output(args.format, report, engine, files, jobs))
+        registry.write_file(path, fmt, rendered)
+    registry.write(sys.stdout, args.format, rendered)
     _warn_unlocated(formats, report)
     if args.fail_if_no_objects and not report.summary.objects:
         print("kubegap: no Kubernetes object was linted (--fail-if-no-objects)", file=sys.stderr)
@@ -170,40 +170,30 @@ def _warn_unlocated(formats: set[str], report: LintReport) -> None:
         )
 
 
-def _lint_output(
-    fmt: str, report: LintReport, engine: Engine, paths: Sequence[str] = (), jobs: int = 1
-) -> str:
-    from kubegap.reports import codequality, github, junit, sarif
-    from kubegap.reports import json as json_report
-    from kubegap.reports import text as text_report
+def _report(report: LintReport, engine: Engine, paths: Sequence[str], jobs: int) -> Report:
+    """The lint run as every format reads it; `kubegap fix`'s patches are worked out only if asked for."""
+    from kubegap.reports.report import Report
 
-    if fmt == "github":
-        return github.render(report.findings, base_dir=str(Path.cwd()))
-    if fmt == "codequality":
-        return codequality.render(report.findings, base_dir=str(Path.cwd()))
-    if fmt == "sarif":
-        from kubegap.fix.suggestions import suggestions  # `kubegap fix`'s patches, one per finding
+    def fixes() -> Mapping[Finding, Suggestion]:
+        from kubegap.fix.suggestions import suggestions  # one patch per finding
 
-        return sarif.render(
-            report.findings + report.passes,
-            engine.policies,
-            __version__,
-            base_dir=str(Path.cwd()),
-            fixes=suggestions(report.findings, paths, engine) if report.findings else None,
-        )
-    if fmt == "junit":
-        return junit.render(report.findings + report.passes, engine.policies)
-    if fmt == "json":
-        workloads = sorted(report.workloads, key=lambda w: -w.lost)
-        return json_report.render(
-            report.findings, report.summary, {"workloads": [w.to_json() for w in workloads]}
-        )
-    fixable = None
-    if report.findings:
+        return suggestions(report.findings, paths, engine) if report.findings else {}
+
+    def fixable() -> str | None:
         from kubegap.fix.count import fixable_line
 
-        fixable = fixable_line(report.findings, paths, engine, jobs)
-    return text_report.render(report.findings, report.summary, report.workloads, fixable)
+        return fixable_line(report.findings, paths, engine, jobs) if report.findings else None
+
+    return Report(
+        findings=report.findings,
+        summary=report.summary,
+        policies=engine.policies,
+        passes=report.passes,
+        workloads=sorted(report.workloads, key=lambda w: -w.lost),
+        base_dir=str(Path.cwd()),
+        fixes=fixes,
+        fixable=fixable,
+    )
 
 
 def _policies_arguments(parser: argparse.ArgumentParser) -> None:

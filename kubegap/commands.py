@@ -23,9 +23,7 @@ def _version(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     engine = build_engine(settings)  # the same checks as a run: a broken policy set is an error here too
     ids = ", ".join(p.id for p in engine.policies)
-    digest = policyset.digest(
-        policyset.rule_files(settings.policy_dirs, settings.knob_files), settings.params
-    )
+    digest = policyset.of_settings(settings)
     print(f"kubegap {__version__}")
     print(f"policy set {digest} ({len(engine.policies)} policies: {ids})")
     return 0

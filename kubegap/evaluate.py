@@ -10,22 +10,40 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from kubegap import annotationkeys, pricing
+from kubegap import annotationkeys, kinds, pricing
 from kubegap import facts as facts_module
 from kubegap.activation import OBJECT, Run, UnitState, expressions, groups
 from kubegap.cel import Backend, CelError
 from kubegap.collapse import collapse
 from kubegap.compiled import CompiledPolicy, CompiledValidation, compile_policies
 from kubegap.config import Settings
+from kubegap.enginerules import (
+    EXEMPTION_REASON,
+    INVALID_DECLARATION,
+    INVALID_MANIFEST,
+    RESOURCES,
+    TOO_DEEP,
+    UNRESOLVED_COUNT,
+)
 from kubegap.errors import KubegapError
-from kubegap.facts import Unit, claim, knobs
+from kubegap.facts import Unit, knobs
 from kubegap.fieldpath import render
-from kubegap.findings import UNRESOLVED_COUNT, Finding, ObjectRef, Result, Severity, WorkloadCost
+from kubegap.findings import (
+    Check,
+    Finding,
+    ObjectRef,
+    Result,
+    Severity,
+    WorkloadCost,
+    error,
+    fail,
+    passed,
+    skip,
+)
 from kubegap.impact import ImpactSettings
-from kubegap.policy import EXEMPTION_REASON, INVALID_DECLARATION
-from kubegap.workloads import kind_info, workload_of
+from kubegap.kinds import kind_info
 
 MAX_DEPTH = 100  # cel-expr crashes on objects nested thousands deep; manifests never need a hundred
 
@@ -50,6 +68,14 @@ class Evaluation:
     @property
     def findings(self) -> tuple[Finding, ...]:
         return tuple(r for r in self.results if r.result is not Result.PASS)
+
+
+class Evaluator(Protocol):
+    """What lint, the audit and the webhook need of an engine: an `Engine`, or a stand-in in tests."""
+
+    def evaluate(
+        self, obj: Mapping[str, Any], context: Context | None = None, deadline: float | None = None
+    ) -> Evaluation: ...
 
 
 def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
@@ -100,26 +126,12 @@ class Engine:
             return Evaluation(ref, False, ())
         if self.reads_object and _too_deep(obj):
             message = f"the object is nested deeper than {MAX_DEPTH} levels; no policy was evaluated"
-            finding = Finding(
-                "invalid-manifest",
-                "too-deep",
-                Severity.HIGH,
-                Result.ERROR,
-                message,
-                "Check the object: Kubernetes objects are never this deep.",
-                ref,
-            )
+            fix = "Check the object: Kubernetes objects are never this deep."
+            finding = error(Check(INVALID_MANIFEST, TOO_DEEP, Severity.HIGH, fix), ref, message)
             return Evaluation(ref, True, (finding,))
-        if info.kind == "Node" and info.group == "":
-            gathered = facts_module.gather_node(obj, self.catalogue)
-        elif info.group == claim.GROUP and info.kind in claim.CLAIM_KINDS:
-            gathered = claim.gather_claim(obj)
-        else:
-            workload = workload_of(obj)
-            if workload is None:
-                return Evaluation(ref, False, ())
-            configmaps = context.configmaps if context else {}
-            gathered = facts_module.gather(obj, workload, self.catalogue, configmaps)
+        gathered = kinds.gather(obj, self.catalogue, context.configmaps if context else {})
+        if gathered is None:
+            return Evaluation(ref, False, ())
         run = Run(self.backend, self.group_of, obj, ref, gathered, deadline)
         results: list[Finding] = [_unsized(ref, u) for u in gathered.unsized]
         for policy in self.compiled:
@@ -148,15 +160,8 @@ def _unsized(ref: ObjectRef, found: facts_module.UnreadableCount) -> Finding:
         "that depend on the job's size may not apply"
     )
     fix = "Write the count as a number (render templates first, e.g. helm template or kustomize build)."
-    return Finding(
-        UNRESOLVED_COUNT,
-        "resources",
-        Severity.MEDIUM,
-        Result.FAIL,
-        message,
-        fix,
-        ref,
-        path=render(found.path),
+    return fail(
+        Check(UNRESOLVED_COUNT, RESOURCES, Severity.MEDIUM, fix), ref, message, path=render(found.path)
     )
 
 
@@ -166,6 +171,8 @@ def _pricing(policies: Sequence[CompiledPolicy]) -> dict[tuple[str, str], pricin
     for compiled in policies:
         policy = compiled.policy
         for v in policy.validations:
+            if v.impact_unpriced is not None:
+                out[(policy.id, v.name)] = pricing.Pricing(None, None, False, v.impact_unpriced)
             if v.impact_term is None:
                 continue
             limit = float(compiled.params[v.impact_param]) if v.impact_param else None
@@ -198,20 +205,17 @@ def _evaluate_policy(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
                 yield _error(run, policy, validation, unit, f"appliesTo failed: {err}")
                 continue
             if reason:
-                yield run.finding(
-                    policy.policy,
-                    validation.validation.name,
-                    validation.severity,
-                    Result.SKIP,
-                    f"exempted: {reason}",
-                    unit,
-                    _default_path(unit),
-                    validation.remediation,
+                yield skip(
+                    _check(policy, validation), run.ref, reason, **run.where(unit, _default_path(unit))
                 )
                 continue
             yield _judge(run, policy, validation, state)
     if applied:
         yield from _engine_rules(run, policy, void_exemptions)
+
+
+def _check(policy: CompiledPolicy, validation: CompiledValidation) -> Check:
+    return Check(policy.policy.id, validation.validation.name, validation.severity, validation.remediation)
 
 
 def _default_path(unit: Unit) -> str | None:
@@ -221,16 +225,7 @@ def _default_path(unit: Unit) -> str | None:
 def _error(
     run: Run, policy: CompiledPolicy, validation: CompiledValidation, unit: Unit, message: str
 ) -> Finding:
-    return run.finding(
-        policy.policy,
-        validation.validation.name,
-        validation.severity,
-        Result.ERROR,
-        message,
-        unit,
-        _default_path(unit),
-        validation.remediation,
-    )
+    return error(_check(policy, validation), run.ref, message, **run.where(unit, _default_path(unit)))
 
 
 def _judge(run: Run, policy: CompiledPolicy, validation: CompiledValidation, state: UnitState) -> Finding:
@@ -241,28 +236,13 @@ def _judge(run: Run, policy: CompiledPolicy, validation: CompiledValidation, sta
         return _error(run, policy, validation, unit, f"evaluation failed: {err}")
     if not isinstance(verdict, bool):
         return _error(run, policy, validation, unit, f"expression gave {type(verdict).__name__}, not a bool")
-    result = Result.PASS if verdict else Result.FAIL
-    message = (
-        ""
-        if verdict
-        else _text(
-            state,
-            validation.message_expression,
-            validation.validation.message or f"{validation.validation.name} failed",
-        )
-    )
-    path = _text(state, validation.field_path, _default_path(unit)) if not verdict else _default_path(unit)
-    return run.finding(
-        policy.policy,
-        validation.validation.name,
-        validation.severity,
-        result,
-        message,
-        unit,
-        path or None,
-        validation.remediation,
-        validation.reads_values,
-    )
+    check, default_path = _check(policy, validation), _default_path(unit)
+    if verdict:
+        return passed(check, run.ref, **run.where(unit, default_path or None, validation.reads_values))
+    fallback = validation.validation.message or f"{validation.validation.name} failed"
+    message = _text(state, validation.message_expression, fallback)
+    path = _text(state, validation.field_path, default_path)
+    return fail(check, run.ref, message, **run.where(unit, path or None, validation.reads_values))
 
 
 def _text(state: UnitState, program: Any, fallback: str | None) -> Any:
@@ -285,20 +265,11 @@ def _engine_rules(
             message = (
                 f"annotation {bad.annotation}: {bad.text!r} cannot be read ({bad.reason}); counted as absent"
             )
-            yield run.finding(
-                policy.policy,
-                INVALID_DECLARATION,
-                Severity.MEDIUM,
-                Result.FAIL,
-                message,
-                None,
-                render(bad.path),
-                remediation,
-            )
+            check = Check(policy.policy.id, INVALID_DECLARATION, Severity.MEDIUM, remediation)
+            yield fail(check, run.ref, message, **run.where(None, render(bad.path)))
     for path, (message, fix) in sorted(void_exemptions.items()):
-        yield run.finding(
-            policy.policy, EXEMPTION_REASON, Severity.MEDIUM, Result.FAIL, message, None, path, fix
-        )
+        check = Check(policy.policy.id, EXEMPTION_REASON, Severity.MEDIUM, fix)
+        yield fail(check, run.ref, message, **run.where(None, path))
 
 
 def build_engine(settings: Settings) -> Engine:

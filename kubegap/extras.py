@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-# module imported at run time -> the extra of `pip install 'kubegap[EXTRA]'` that brings it. kubernetes
-# and gunicorn are base dependencies; their extras stay (empty) for old install lines, and pip installs a
-# missing base dependency again when asked for any extra.
+# module imported at run time -> the extra of `pip install 'kubegap[EXTRA]'` that brings it. kubernetes,
+# gunicorn and prometheus-client are base dependencies; their extras stay (empty) for old install lines,
+# and pip installs a missing base dependency again when asked for any extra.
 EXTRA_OF = {
     "kubernetes": "audit",
     "urllib3": "audit",
     "gunicorn": "webhook",
+    "prometheus_client": "webhook",
     "mcp": "mcp",
 }
 

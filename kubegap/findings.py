@@ -6,9 +6,10 @@ import enum
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from kubegap import raw
+from kubegap.enginerules import UNRESOLVED_COUNT
 from kubegap.impact import Inputs, gpu_hours_text
 
 
@@ -34,8 +35,6 @@ class Severity(enum.Enum):
             return NotImplemented
         return self.rank < other.rank
 
-
-UNRESOLVED_COUNT = "unresolved-count"  # an engine rule: an accelerator count kubegap cannot read
 
 _RANK = {Severity.INFO: 0, Severity.LOW: 1, Severity.MEDIUM: 2, Severity.HIGH: 3, Severity.CRITICAL: 4}
 
@@ -186,6 +185,52 @@ class Finding:
     def covered(self) -> list[str]:
         """The containers this finding is about: all of them when identical ones were collapsed."""
         return list(self.containers) if self.containers else [self.container] if self.container else []
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """Who reports a result: the policy and its rule, how severe a failure is, and how to fix it."""
+
+    policy: str
+    rule: str
+    severity: Severity
+    remediation: str
+
+
+class Where(TypedDict, total=False):
+    """Where in the object, and in the input, a result is; and the values it could not see."""
+
+    role: str | None
+    container: str | None
+    path: str | None
+    unresolved: tuple[str, ...]
+    file: str | None
+    document: int | None
+    line: int | None
+    column: int | None
+
+
+# One constructor per result, so that no call site spells a Result or a positional argument list.
+def passed(check: Check, at: ObjectRef, **where: Unpack[Where]) -> Finding:
+    return _result(check, Result.PASS, "", at, where)
+
+
+def fail(check: Check, at: ObjectRef, message: str, **where: Unpack[Where]) -> Finding:
+    return _result(check, Result.FAIL, message, at, where)
+
+
+def error(check: Check, at: ObjectRef, message: str, **where: Unpack[Where]) -> Finding:
+    """The evaluation itself failed: never a pass."""
+    return _result(check, Result.ERROR, message, at, where)
+
+
+def skip(check: Check, at: ObjectRef, reason: str, **where: Unpack[Where]) -> Finding:
+    """Exempted by annotation; the reason is in the message."""
+    return _result(check, Result.SKIP, f"exempted: {reason}", at, where)
+
+
+def _result(check: Check, result: Result, message: str, at: ObjectRef, where: Where) -> Finding:
+    return Finding(check.policy, check.rule, check.severity, result, message, check.remediation, at, **where)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,13 +16,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
-from kubegap import fieldpath, inputs, manifests, raw
+from kubegap import fieldpath, inputs, manifests
+from kubegap.enginerules import DEADLINE, INVALID_MANIFEST, NOT_EVALUATED
 from kubegap.errors import UsageError
 from kubegap.evaluate import Context, DeadlineExceeded, Engine
-from kubegap.findings import Finding, ObjectRef, Result, Severity, Summary, WorkloadCost
+from kubegap.facts.env import ConfigMaps
+from kubegap.findings import Check, Finding, ObjectRef, Result, Severity, Summary, WorkloadCost, error
+from kubegap.manifests import configmaps_of
 
-INVALID_MANIFEST = "invalid-manifest"
-NOT_EVALUATED = "not-evaluated"
 # Per object, as the audit allows: an object whose evaluation runs away is reported, the run goes on.
 EVALUATION_TIMEOUT = 10.0
 
@@ -36,51 +37,28 @@ class LintReport:
     workloads: list[WorkloadCost] = field(default_factory=list)  # training workloads, with their cost
 
 
-ConfigMaps = Mapping[tuple[str, str], Mapping[str, str]]
-
-
-def configmaps_of(documents: Iterable[manifests.Document]) -> dict[tuple[str, str], Mapping[str, str]]:
-    out: dict[tuple[str, str], Mapping[str, str]] = {}
-    for doc in documents:
-        obj = doc.obj
-        if obj is None or obj.get("kind") != "ConfigMap" or obj.get("apiVersion") != "v1":
-            continue
-        meta, data = raw.mapping(obj.get("metadata")), raw.mapping(obj.get("data"))
-        out[(str(meta.get("namespace") or "default"), str(meta.get("name", "")))] = {
-            str(k): str(v) for k, v in data.items()
-        }
-    return out
-
-
 def _invalid(doc: manifests.Document) -> Finding:
     assert doc.error is not None
-    error = doc.error
-    return Finding(
-        policy=INVALID_MANIFEST,
-        rule=error.rule,
-        severity=Severity.HIGH,
-        result=Result.ERROR,
-        message=error.message,
-        remediation="Fix the document so that it parses as a Kubernetes object; "
-        "the other documents of the file were still checked.",
-        object=ObjectRef("", "", None, ""),
+    problem = doc.error
+    fix = (
+        "Fix the document so that it parses as a Kubernetes object; "
+        "the other documents of the file were still checked."
+    )
+    return error(
+        Check(INVALID_MANIFEST, problem.rule, Severity.HIGH, fix),
+        ObjectRef("", "", None, ""),  # an unreadable document names no object
+        problem.message,
         file=doc.file,
         document=doc.index,
-        line=error.line if error.line is not None else doc.line,
-        column=error.column,
+        line=problem.line if problem.line is not None else doc.line,
+        column=problem.column,
     )
 
 
 def _late(obj: Mapping[str, Any], reason: str) -> Finding:
-    return Finding(
-        policy=NOT_EVALUATED,
-        rule="deadline",
-        severity=Severity.HIGH,
-        result=Result.ERROR,
-        message=f"{reason} ({EVALUATION_TIMEOUT:g} s); its findings are unknown, so it is not a pass",
-        remediation="Look for a policy whose CEL walks long lists of this object (see docs/reliability.md).",
-        object=ObjectRef.of(obj),
-    )
+    fix = "Look for a policy whose CEL walks long lists of this object (see docs/reliability.md)."
+    message = f"{reason} ({EVALUATION_TIMEOUT:g} s); its findings are unknown, so it is not a pass"
+    return error(Check(NOT_EVALUATED, DEADLINE, Severity.HIGH, fix), ObjectRef.of(obj), message)
 
 
 def _located(doc: manifests.Document, finding: Finding) -> Finding:

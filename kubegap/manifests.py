@@ -45,12 +45,12 @@ from __future__ import annotations
 import codecs
 import re
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from kubegap import yamlguard
+from kubegap import raw, yamlguard
 from kubegap.fieldpath import FieldPath
 from kubegap.inputs import expand
 
@@ -82,6 +82,21 @@ class Document:
     error: ManifestError | None
     prefix: FieldPath = ()  # ("items", i) for an item of a List
     text: str = ""  # the document's text, composed again by `locate` only when a position is needed
+
+
+def configmaps_of(documents: Iterable[Document]) -> dict[tuple[str, str], Mapping[str, str]]:
+    """The ConfigMaps among the documents by (namespace, name), so that `configMapKeyRef` and `envFrom`
+    resolve as they would in the cluster (lint, `kubegap test` and `kubegap fix` read them alike)."""
+    out: dict[tuple[str, str], Mapping[str, str]] = {}
+    for doc in documents:
+        obj = doc.obj
+        if obj is None or obj.get("kind") != "ConfigMap" or obj.get("apiVersion") != "v1":
+            continue
+        meta, data = raw.mapping(obj.get("metadata")), raw.mapping(obj.get("data"))
+        out[(str(meta.get("namespace") or "default"), str(meta.get("name", "")))] = {
+            str(k): str(v) for k, v in data.items()
+        }
+    return out
 
 
 class Reader:

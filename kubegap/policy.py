@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from kubegap import durations, globs, schema
+from kubegap.enginerules import POLICY_RULES
 from kubegap.errors import PolicyError
+from kubegap.facts import reads
 from kubegap.findings import Severity
 
 # Rules the engine itself reports under a policy (RULES.md §1 and §3).
-INVALID_DECLARATION = "invalid-declaration"
-EXEMPTION_REASON = "exemption-reason"
 EXEMPTION_PREFIX = "ignore.kubegap.dev/"
 
 
@@ -64,6 +64,7 @@ class Validation:
     remediation: str | None = None
     impact_term: str | None = None  # the cost-model term its fix changes (docs/cost-model.md)
     impact_param: str | None = None  # the duration parameter that holds the compliant value
+    impact_unpriced: str | None = None  # why the model cannot price the rule, said in its findings
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,11 +189,12 @@ def _policy(doc: Mapping[str, Any], source: str) -> Policy:
             remediation=v.get("remediation"),
             impact_term=v.get("impact", {}).get("term"),
             impact_param=v.get("impact", {}).get("param"),
+            impact_unpriced=v.get("impact", {}).get("unpriced"),
         )
         for v in spec["validations"]
     )
     names = [v.name for v in validations]
-    duplicates = sorted({n for n in names if names.count(n) > 1} | {n for n in names if n in _ENGINE_RULES})
+    duplicates = sorted({n for n in names if names.count(n) > 1} | {n for n in names if n in POLICY_RULES})
     if duplicates:
         raise PolicyError(
             f"{source}: policy {pid}: validation names repeated or reserved: {', '.join(duplicates)}"
@@ -219,6 +221,7 @@ def _policy(doc: Mapping[str, Any], source: str) -> Policy:
     )
     _check_impact(policy)
     _check_placeholders(policy)
+    reads.check(policy)  # every fact, parameter and variable an expression reads exists
     return policy
 
 
@@ -233,9 +236,6 @@ def _check_impact(policy: Policy) -> None:
                 f"{policy.source}: policy {policy.id}, validation {v.name}: impact.param "
                 f"{v.impact_param!r} is not a duration parameter of the policy"
             )
-
-
-_ENGINE_RULES = frozenset({INVALID_DECLARATION, EXEMPTION_REASON})
 
 
 def _policy_files(root: Traversable | Path) -> Iterator[tuple[str, Traversable | Path]]:

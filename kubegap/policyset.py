@@ -8,7 +8,10 @@ import json
 from collections.abc import Iterable, Mapping
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kubegap.config import Settings
 
 
 def bundled_root() -> Path:
@@ -32,3 +35,8 @@ def digest(paths: Iterable[Path], params: Mapping[str, Any] | None = None) -> st
         sha.update(path.read_bytes())
         sha.update(b"\0")
     return sha.hexdigest()[:12]
+
+
+def of_settings(settings: Settings) -> str:
+    """The digest of the policy set a run with these settings judges by."""
+    return digest(rule_files(settings.policy_dirs, settings.knob_files), settings.params)

@@ -37,6 +37,8 @@ class Situation:
     save: Term
     slow: bool = False  # a rule that taxes every step (a slow network path) fails
     from_scratch: bool = False  # a restart finds no checkpoint: lost with the pod, or never loaded
+    # torchrun restarts in place first: after losing a node the others wait this long in rendezvous
+    rendezvous: Term | None = None
 
 
 def _hours(seconds: float, source: str) -> Term:
@@ -73,6 +75,15 @@ def _declared(value: Mapping[str, Any] | None, fallback: float, what: str) -> Te
     return _hours(fallback, f"impact.{what} (default)")
 
 
+def _rendezvous(torchrun: Mapping[str, Any] | None) -> Term | None:
+    """The join timeout the surviving torchrun agents wait out for a lost node (RULES.md v3)."""
+    if not torchrun or not torchrun.get("waitsForLostNode") or not torchrun.get("joinTimeoutReadable"):
+        return None
+    return _hours(
+        torchrun["joinTimeoutSeconds"], f"rendezvous join timeout ({torchrun['joinTimeoutSource']})"
+    )
+
+
 def situation(facts: ObjectFacts, settings: ImpactSettings) -> Situation | None:
     """None for what the model does not price: nodes and workloads that do not train on accelerators."""
     own = facts.facts
@@ -101,6 +112,7 @@ def situation(facts: ObjectFacts, settings: ImpactSettings) -> Situation | None:
     elif interval is None:
         note = "no checkpoint interval is set"
     return Situation(
+        rendezvous=_rendezvous(own.get("torchrun")),
         gpus=gpus,
         timeout=_timeout(trainers),
         hang=any(c.get("env", {}).get(v) == "0" for c in trainers for v in ASYNC_VARIABLES),
@@ -134,6 +146,10 @@ def inputs(s: Situation, settings: ImpactSettings) -> Inputs:
     minutes = settings.restart_minutes if s.auto_restart else settings.manual_recovery_minutes
     setting = "impact.restartMinutes" if s.auto_restart else "impact.manualRecoveryMinutes"
     restart = Term(minutes / 60.0, f"{setting}: {s.restart_detail}")
+    if s.rendezvous is not None:
+        restart = Term(
+            restart.hours + s.rendezvous.hours, f"{restart.source}, plus the {s.rendezvous.source}"
+        )
     interval = s.interval
     runtime = s.runtime
     if interval is None:  # all work since the start is lost: say why the run length stands in
@@ -176,6 +192,18 @@ def _fix_liveness(s: Situation, window: float | None) -> Situation:
     return s if s.liveness is not None else replace(s, liveness=_hours(window, "the policy's minimum window"))
 
 
+def _fix_rendezvous(s: Situation, limit: float | None) -> Situation:
+    assert limit is not None
+    if s.rendezvous is None or s.rendezvous.hours * 3600 <= limit:
+        return s
+    return replace(
+        s,
+        rendezvous=_hours(
+            limit, f"rendezvous join timeout, the policy maximum {durations.format_seconds(limit)}"
+        ),
+    )
+
+
 FIXES: Mapping[str, Fix] = {
     "checkpointInterval": _fix_interval,
     "collectiveTimeout": _fix_timeout,
@@ -189,17 +217,22 @@ FIXES: Mapping[str, Fix] = {
     "asyncSave": lambda s, _: replace(
         s, save=Term(0.0, "asynchronous saves (the copy to host memory left out)")
     ),
+    "rendezvousTimeout": _fix_rendezvous,
 }
-TERMS_WITH_PARAM = frozenset({"checkpointInterval", "collectiveTimeout", "livenessProbe"})
+TERMS_WITH_PARAM = frozenset(
+    {"checkpointInterval", "collectiveTimeout", "livenessProbe", "rendezvousTimeout"}
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Pricing:
-    """How one validation's fix is priced: the model term and the parameter value (seconds) it sets."""
+    """How one validation's fix is priced: the model term and the parameter value (seconds) it sets; or,
+    with no term, why the model cannot price it."""
 
-    term: str
+    term: str | None
     limit: float | None
     severity_from_impact: bool
+    unpriced: str | None = None
 
 
 def price(
@@ -244,8 +277,14 @@ class _Model:
 
     def priced(self, finding: Finding) -> Finding:
         how = self.pricing.get((finding.policy, finding.rule))
-        if how is None:
-            return replace(finding, impact=self._unpriced)
+        if how is None or how.term is None:
+            why = how.unpriced if how and how.unpriced else None
+            unpriced = (
+                replace(self._unpriced, reason=f"the cost model does not price this rule: {why}")
+                if why
+                else self._unpriced
+            )
+            return replace(finding, impact=unpriced)
         key = (how.term, how.limit)
         if key not in self._fixed:
             after = FIXES[how.term](self.situation, how.limit)

@@ -23,6 +23,10 @@ _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 @functools.cache
 def _validator(name: str) -> jsonschema.protocols.Validator:
     schema = json.loads(files("kubegap").joinpath("schemas", f"{name}.schema.json").read_text("utf-8"))
+    if name == "knobs":  # the setting names are declared once, in the facts contract
+        from kubegap.facts.contract import setting_names
+
+        schema["$defs"]["knob"]["properties"]["setting"]["enum"] = setting_names()
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
     validator: jsonschema.protocols.Validator = cls(schema)

@@ -21,7 +21,7 @@ from kubegap import manifests
 from kubegap.config import Settings
 from kubegap.errors import UsageError
 from kubegap.evaluate import Context, Engine, build_engine
-from kubegap.lint import configmaps_of
+from kubegap.manifests import configmaps_of
 
 _EXPECT = re.compile(r"#\s*expect:\s*(.*)")
 RESULTS = ("pass", "fail", "skip", "error")

@@ -1,7 +1,7 @@
-"""Where pod templates live in each supported kind (RULES.md §1): a table, not `if` chains.
+"""The shapes of a workload (its pod templates and containers) and the readers that find the pod templates
+in each kind (RULES.md §1); which kind uses which reader is a row of the kinds table, `kubegap.kinds`.
 
-Kinds are matched by API group and kind whatever the version. `workload_of` never raises on malformed
-input, because a bad manifest must become a finding, not a crash:
+The readers never raise on malformed input, because a bad manifest must become a finding, not a crash:
 
 - a value that is not a mapping where a mapping is expected counts as absent;
 - a replica-like count that is not a non-negative int (`true` is not an int here) takes the default;
@@ -19,10 +19,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubegap import raw
 from kubegap.fieldpath import FieldPath
+
+if TYPE_CHECKING:
+    from kubegap.facts.lifecycle import RestartReader
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,8 @@ class Workload:
     kind: str
     serving: bool  # apps/v1 kinds and LeaderWorkerSet: not training unless labelled so
     templates: tuple[PodTemplate, ...]
+    restart: RestartReader | None = None  # how failed runs restart; None: the kind has no such setting
+    deadline: tuple[FieldPath, ...] = ()  # where its run-time bound is (`*`: every item of a list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +67,7 @@ class KindInfo:
     versions: tuple[str, ...]  # API versions verified against upstream types, preferred first
 
 
-_Extract = Callable[[Mapping[str, Any]], tuple[PodTemplate, ...]]
+Extract = Callable[[Mapping[str, Any]], tuple[PodTemplate, ...]]
 
 
 def _count(value: Any, default: int) -> int:
@@ -92,18 +97,18 @@ def _template(role: str, path: FieldPath, replicas: int, template: Any) -> PodTe
     return PodTemplate(role, path, replicas, raw.mapping(template.get("metadata")), spec, containers)
 
 
-def _pod(obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
+def pod(obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
     return (_template("Pod", (), 1, obj),)
 
 
-def _single(
+def single(
     role: str, path: FieldPath, replicas_path: FieldPath | None, obj: Mapping[str, Any]
 ) -> tuple[PodTemplate, ...]:
     replicas = 1 if replicas_path is None else _count(raw.dig(obj, replicas_path), 1)
     return (_template(role, path, replicas, raw.dig(obj, path)),)
 
 
-def _replica_map(field: str, obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
+def replica_map(field: str, obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
     # The elastic autoscaler scales the Worker replica spec only (the CRDs' scale subresource points at
     # it), up to maxReplicas; counting that bound keeps GPU totals from understating what the job may
     # grow to. The operator matches replica types case-insensitively ("worker" becomes "Worker").
@@ -120,7 +125,7 @@ def _replica_map(field: str, obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
     return tuple(templates)
 
 
-def _replicated_jobs(base: FieldPath, obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
+def replicated_jobs(base: FieldPath, obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
     templates = []
     for index, job in _entries(raw.dig(obj, base)):
         job_spec = raw.mapping(raw.dig(job, ("template", "spec")))
@@ -130,7 +135,7 @@ def _replicated_jobs(base: FieldPath, obj: Mapping[str, Any]) -> tuple[PodTempla
     return tuple(templates)
 
 
-def _volcano(obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
+def volcano(obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
     return tuple(
         _template(
             _name(task.get("name")),
@@ -142,7 +147,7 @@ def _volcano(obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
     )
 
 
-def _ray(base: FieldPath, obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
+def ray(base: FieldPath, obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
     if not isinstance(raw.dig(obj, base), Mapping):
         return ()  # a RayJob that runs on an existing cluster (clusterSelector) brings no pods of its own
     head_path = (*base, "headGroupSpec", "template")
@@ -154,7 +159,7 @@ def _ray(base: FieldPath, obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
     return tuple(templates)
 
 
-def _leader_worker_set(obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
+def leader_worker_set(obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
     groups = _count(raw.dig(obj, ("spec", "replicas")), 1)
     size = _count(raw.dig(obj, ("spec", "leaderWorkerTemplate", "size")), 1)
     base = ("spec", "leaderWorkerTemplate")
@@ -179,7 +184,7 @@ _TRAINER_FIELDS = (
 )
 
 
-def _train_job(obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
+def train_job(obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
     # A TrainJob has no pod template: the runtime supplies it. spec.trainer overrides the trainer
     # container, so it is read as that container; pod-level validations belong to the runtime objects.
     path = ("spec", "trainer")
@@ -196,27 +201,10 @@ def _train_job(obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    info: KindInfo
-    serving: bool
-    extract: _Extract | None  # None: a kind kubegap reads that is not a workload (Node)
+def spec_template(role: str, replicas_path: FieldPath | None) -> Extract:
+    return partial(single, role, ("spec", "template"), replicas_path)
 
 
-def _kind(
-    api: str, plural: str, extract: _Extract | None, *, serving: bool = False, namespaced: bool = True
-) -> _Entry:
-    """One table row; `api` is "<group>/<kind>@<version>[,<version>…]" with the group empty for core."""
-    group_kind, _, versions = api.partition("@")
-    group, _, kind = group_kind.rpartition("/")
-    return _Entry(KindInfo(group, kind, plural, namespaced, tuple(versions.split(","))), serving, extract)
-
-
-def _spec_template(role: str, replicas_path: FieldPath | None) -> _Extract:
-    return partial(_single, role, ("spec", "template"), replicas_path)
-
-
-_REPLICAS = ("spec", "replicas")
 # Kubeflow kind -> the map of its replica specs (training-operator v1 types; MPIJob also mpi-operator v2beta1)
 KUBEFLOW_REPLICA_SPECS: Mapping[str, str] = {
     "PyTorchJob": "pytorchReplicaSpecs",
@@ -226,70 +214,3 @@ KUBEFLOW_REPLICA_SPECS: Mapping[str, str] = {
     "JAXJob": "jaxReplicaSpecs",
     "MPIJob": "mpiReplicaSpecs",
 }
-_CRON_JOB = ("spec", "jobTemplate", "spec")
-_JOBSET_JOBS = ("spec", "replicatedJobs")
-_RUNTIME_JOBS = ("spec", "template", *_JOBSET_JOBS)
-
-_ENTRIES: tuple[_Entry, ...] = (
-    _kind("/Pod@v1", "pods", _pod),
-    _kind("batch/Job@v1", "jobs", _spec_template("Job", ("spec", "parallelism"))),
-    _kind("batch/CronJob@v1", "cronjobs",
-          partial(_single, "Job", (*_CRON_JOB, "template"), (*_CRON_JOB, "parallelism"))),
-    *(
-        _kind(f"kubeflow.org/{kind}@{versions}", f"{kind.lower()}s", partial(_replica_map, replicas))
-        for kind, replicas, versions in (
-            (k, v, "v2beta1,v1" if k == "MPIJob" else "v1") for k, v in KUBEFLOW_REPLICA_SPECS.items()
-        )
-    ),
-    _kind("jobset.x-k8s.io/JobSet@v1alpha2", "jobsets", partial(_replicated_jobs, _JOBSET_JOBS)),
-    _kind("trainer.kubeflow.org/TrainingRuntime@v1alpha1", "trainingruntimes",
-          partial(_replicated_jobs, _RUNTIME_JOBS)),
-    _kind("trainer.kubeflow.org/ClusterTrainingRuntime@v1alpha1", "clustertrainingruntimes",
-          partial(_replicated_jobs, _RUNTIME_JOBS), namespaced=False),
-    _kind("trainer.kubeflow.org/TrainJob@v1alpha1", "trainjobs", _train_job),
-    # The pre-release group of Kubeflow Trainer; its TrainJob has the same spec.trainer.
-    _kind("kubeflow.org/TrainJob@v2alpha1", "trainjobs", _train_job),
-    _kind("batch.volcano.sh/Job@v1alpha1", "jobs", _volcano),
-    _kind("ray.io/RayCluster@v1", "rayclusters", partial(_ray, ("spec",))),
-    _kind("ray.io/RayJob@v1", "rayjobs", partial(_ray, ("spec", "rayClusterSpec"))),
-    _kind("leaderworkerset.x-k8s.io/LeaderWorkerSet@v1", "leaderworkersets", _leader_worker_set,
-          serving=True),
-    _kind("apps/Deployment@v1", "deployments", _spec_template("Deployment", _REPLICAS), serving=True),
-    _kind("apps/StatefulSet@v1", "statefulsets", _spec_template("StatefulSet", _REPLICAS), serving=True),
-    _kind("apps/ReplicaSet@v1", "replicasets", _spec_template("ReplicaSet", _REPLICAS), serving=True),
-    _kind("apps/DaemonSet@v1", "daemonsets", _spec_template("DaemonSet", None), serving=True),
-    _kind("/Node@v1", "nodes", None, namespaced=False),
-    # DRA claims: not workloads (no pod template); the engine reads their device requests
-    # (facts/claim.py, scope `claim`). resource.k8s.io is GA at v1 (Kubernetes 1.34); older servers
-    # serve v1beta2 or v1beta1.
-    _kind("resource.k8s.io/ResourceClaim@v1,v1beta2,v1beta1", "resourceclaims", None),
-    _kind("resource.k8s.io/ResourceClaimTemplate@v1,v1beta2,v1beta1", "resourceclaimtemplates", None),
-)  # fmt: skip
-
-_BY_KEY: Mapping[tuple[str, str], _Entry] = {(e.info.group, e.info.kind): e for e in _ENTRIES}
-
-SUPPORTED_KINDS: tuple[KindInfo, ...] = tuple(entry.info for entry in _ENTRIES)
-
-
-def _entry(obj: Any) -> _Entry | None:
-    if not isinstance(obj, Mapping):
-        return None
-    api_version, kind = obj.get("apiVersion"), obj.get("kind")
-    if not isinstance(api_version, str) or not isinstance(kind, str):
-        return None
-    group = api_version.rpartition("/")[0]  # "v1" is the core group ""; "batch/v1" is "batch"
-    return _BY_KEY.get((group, kind))
-
-
-def kind_info(obj: Mapping[str, Any]) -> KindInfo | None:
-    """The table entry for an object's API group and kind (any version); None for kinds kubegap ignores."""
-    entry = _entry(obj)
-    return None if entry is None else entry.info
-
-
-def workload_of(obj: Mapping[str, Any]) -> Workload | None:
-    """The workload view of a supported object; None for unsupported kinds (and Nodes, DRA claims)."""
-    entry = _entry(obj)
-    if entry is None or entry.extract is None:
-        return None
-    return Workload(entry.info.group, entry.info.kind, entry.serving, entry.extract(obj))

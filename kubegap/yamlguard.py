@@ -36,6 +36,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from kubegap import integers
+from kubegap.enginerules import TOO_DEEP
 from kubegap.errors import KubegapError
 
 MAX_DEPTH = 100
@@ -153,7 +154,7 @@ def load(text: str, *, line: int = 1, pure: bool = False) -> Any:
         char = f"U+{exc.character:04X}" if isinstance(exc.character, int) else repr(exc.character)
         raise LoadError("yaml-syntax", f"unacceptable character {char}: {exc.reason}", where, None) from None
     except RecursionError:
-        raise LoadError("too-deep", _TOO_DEEP, line, None) from None
+        raise LoadError(TOO_DEEP, _TOO_DEEP, line, None) from None
     finally:
         if loader is not None:
             loader.dispose()
@@ -176,12 +177,12 @@ def _syntax_problem(exc: yaml.MarkedYAMLError) -> _Problem:
     mark = exc.problem_mark or exc.context_mark
     message = "; ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
     if "maximum nesting depth" in message:  # libyaml's own cap, far above ours
-        return _Problem("too-deep", _TOO_DEEP, mark)
+        return _Problem(TOO_DEEP, _TOO_DEEP, mark)
     return _Problem("yaml-syntax", message, mark)
 
 
 def _too_deep(node: Node) -> _Problem:
-    return _Problem("too-deep", _TOO_DEEP, node.start_mark)
+    return _Problem(TOO_DEEP, _TOO_DEEP, node.start_mark)
 
 
 def _check_tree(root: Node) -> None:

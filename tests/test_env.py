@@ -6,7 +6,7 @@ import pytest
 
 from kubegap import facts
 from kubegap.facts import argv, env, knobs
-from kubegap.workloads import workload_of
+from kubegap.kinds import workload_of
 
 CATALOGUE = knobs.load()
 BASE = ("spec", "containers", 0)

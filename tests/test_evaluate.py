@@ -165,8 +165,8 @@ def test_message_and_field_path_fallbacks(tmp_path: Path, backend: str) -> None:
         - name: broken
           expression: "false"
           message: "used when the expression fails"
-          messageExpression: "facts.missing"
-          fieldPathExpression: "facts.missing"
+          messageExpression: "facts.expectedRuntime.text"
+          fieldPathExpression: "facts.expectedRuntime.path"
         - {name: not-text, expression: "false", messageExpression: "1", fieldPathExpression: "2"}
         - {name: pointed, expression: "false", fieldPathExpression: "'spec.runPolicy'"}
         - {name: blank-path, expression: "false", fieldPathExpression: "''"}
@@ -188,12 +188,20 @@ def test_message_and_field_path_fallbacks(tmp_path: Path, backend: str) -> None:
 
 # (case, validation, what the error message must say)
 ERRORS = [
-    ("missing key", '- {name: check, expression: "facts.nope == 1"}', "evaluation failed"),
+    (
+        "missing key",
+        '- {name: check, expression: "facts.expectedRuntime.seconds == 1.0"}',
+        "evaluation failed",
+    ),
     ("wrong type", '- {name: check, expression: "facts.kind + 1 == 2"}', "evaluation failed"),
     ("int result", '- {name: check, expression: "facts.totalGpus"}', "expression gave int, not a bool"),
     ("string result", '- {name: check, expression: "facts.kind"}', "expression gave str, not a bool"),
     ("null result", '- {name: check, expression: "null"}', "expression gave NoneType, not a bool"),
-    ("appliesTo error", '- {name: check, expression: "true", appliesTo: "facts.nope"}', "appliesTo failed"),
+    (
+        "appliesTo error",
+        '- {name: check, expression: "true", appliesTo: "facts.expectedRuntime.seconds > 0.0"}',
+        "appliesTo failed",
+    ),
     ("appliesTo not a bool", '- {name: check, expression: "true", appliesTo: "1"}', None),
 ]
 
@@ -215,7 +223,12 @@ def test_runtime_problems_are_errors_never_passes(
 
 
 def test_policy_applies_to_error(tmp_path: Path, backend: str) -> None:
-    text = policy_text("probe", "workload", '- {name: check, expression: "true"}', applies_to="facts.nope")
+    text = policy_text(
+        "probe",
+        "workload",
+        '- {name: check, expression: "true"}',
+        applies_to="facts.expectedRuntime.seconds > 0.0",
+    )
     (finding,) = engine_for(tmp_path, backend, text).evaluate(pytorchjob()).results
     assert (finding.result, finding.rule) == (Result.ERROR, "check")
     assert finding.message.startswith("appliesTo failed")
@@ -225,7 +238,7 @@ def test_variables(tmp_path: Path, backend: str) -> None:
     extra = """\
 variables:
   - {name: names, scope: container, expression: "container.envNames.filter(n, n.startsWith('NCCL_'))"}
-  - {name: broken, scope: workload, expression: "facts.nope"}
+  - {name: broken, scope: workload, expression: "facts.expectedRuntime.seconds"}
 """
     text = policy_text(
         "probe",

@@ -7,7 +7,7 @@ import pytest
 from kubegap import facts
 from kubegap.durations import format_seconds
 from kubegap.facts import ObjectFacts, knobs
-from kubegap.workloads import workload_of
+from kubegap.kinds import workload_of
 
 CATALOGUE = knobs.load()
 
@@ -310,6 +310,10 @@ def test_template_facts() -> None:
         "hostNetwork": True,
         "fabricDevices": False,
         "resourceClaims": 1,
+        "blanketToleration": "",
+        "toleratedKeys": [],
+        "toleratedKeysText": "",
+        "toleratedKeyPaths": {},
     }
 
 

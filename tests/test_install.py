@@ -14,10 +14,10 @@ from kubegap.extras import missing_module
 PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 
 
-def test_cluster_client_and_gunicorn_are_base_dependencies() -> None:
+def test_cluster_client_gunicorn_and_prometheus_client_are_base_dependencies() -> None:
     project = tomllib.loads(PYPROJECT.read_text("utf-8"))["project"]
     base = {r.split(">")[0].split(";")[0].strip() for r in project["dependencies"]}
-    assert {"kubernetes", "gunicorn"} <= base
+    assert {"kubernetes", "gunicorn", "prometheus-client"} <= base
     # 0.1's install lines (`kubegap[webhook,audit]`) still resolve.
     assert {"webhook", "audit"} <= set(project["optional-dependencies"])
 

@@ -10,7 +10,7 @@ import pytest
 from kubegap import facts
 from kubegap.errors import PolicyError
 from kubegap.facts import ObjectFacts, knobs
-from kubegap.workloads import workload_of
+from kubegap.kinds import workload_of
 
 CATALOGUE = knobs.load()
 CONTAINER_PATH = "spec.template.spec.containers[0]"

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from kubegap.facts import lifecycle
+from kubegap import kinds as lifecycle
 from kubegap.fieldpath import render
 
 KUBEFLOW = ["PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob"]

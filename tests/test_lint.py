@@ -7,6 +7,7 @@ import pytest
 
 from kubegap import lint, manifests
 from kubegap.config import Settings
+from kubegap.enginerules import NOT_EVALUATED
 from kubegap.evaluate import Engine, build_engine
 from kubegap.findings import Finding, Result, Severity
 
@@ -34,6 +35,7 @@ def test_positions_point_at_the_offending_field(engine: Engine) -> None:
         ("checkpoint-interval", "interval-bounded"): (f"{WORKER}.args[1]", 1, 31, 19),
         ("gpu-nic-topology", "no-transport-fallback"): (f"{WORKER}.env[1]", 1, 36, 19),
         ("nccl-timeout", "async-error-handling"): (f"{WORKER}.env[2]", 1, 38, 19),
+        ("nccl-flight-recorder", "recorder-on"): (WORKER, 1, 26, 15),  # nothing set: the container
     }
     assert {f.file for f in report.findings} == {str(TRAIN)}
     lines = TRAIN.read_text().splitlines()
@@ -66,9 +68,9 @@ def test_summary_counts(engine: Engine) -> None:
     report = lint.lint([str(TRAIN)], engine)
     summary = report.summary.to_json()
     assert (summary["objects"], summary["notApplicable"], summary["invalid"]) == (1, 1, 0)
-    assert summary["results"]["fail"] == 5
+    assert summary["results"]["fail"] == 6
     assert summary["failuresBySeverity"]["high"] == 1  # the slow transport keeps its fixed severity
-    assert summary["failuresBySeverity"]["low"] == 4  # a 16-GPU job: each fix is worth < 50 GPU-h/month
+    assert summary["failuresBySeverity"]["low"] == 5  # a 16-GPU job: each fix is worth < 50 GPU-h/month
 
 
 # (case, file content, error rule, line)
@@ -132,7 +134,7 @@ def test_bad_input_beside_a_valid_manifest(
     assert invalid[0].message
     assert invalid[0].remediation
     checked = [f for f in report.findings if f.file == str(TRAIN)]
-    assert len(checked) == 5  # the valid manifest is still checked in full
+    assert len(checked) == 6  # the valid manifest is still checked in full
     assert report.summary.objects == 1
     assert report.summary.invalid == 1
     assert lint.exit_code(report, Severity.HIGH) == 2
@@ -150,7 +152,7 @@ def test_empty_documents_are_skipped_not_invalid(engine: Engine) -> None:
 def test_stdin(engine: Engine) -> None:
     report = lint.lint(["-"], engine, io.BytesIO(TRAIN.read_bytes()))
     assert {f.file for f in report.findings} == {"<stdin>"}
-    assert len(report.findings) == 5
+    assert len(report.findings) == 6
 
 
 def test_missing_path_is_a_usage_error(engine: Engine, tmp_path: Path) -> None:
@@ -214,7 +216,7 @@ def test_dangling_symlink_in_a_folder_is_an_unreadable_document(engine: Engine, 
     report = lint.lint([str(tmp_path)], engine)
     invalid = [(Path(f.file or "").name, f.rule) for f in report.findings if f.policy == "invalid-manifest"]
     assert invalid == [("a-dangling.yaml", "unreadable")]
-    assert len([f for f in report.findings if f.file and f.file.endswith("b-train.yaml")]) == 5
+    assert len([f for f in report.findings if f.file and f.file.endswith("b-train.yaml")]) == 6
     assert lint.exit_code(report, Severity.HIGH) == 2
 
 
@@ -225,8 +227,8 @@ def test_an_object_past_its_deadline_is_an_error_finding_and_the_rest_is_linted(
     monkeypatch.setattr(lint, "EVALUATION_TIMEOUT", -1.0)  # every deadline has already passed
     report = lint.lint_documents(manifests.Reader().read_bytes(stream, "two.yaml"), engine)
     assert [(f.policy, f.rule, f.result, f.document) for f in report.findings] == [
-        (lint.NOT_EVALUATED, "deadline", Result.ERROR, 1),  # the ConfigMap of each copy is not judged
-        (lint.NOT_EVALUATED, "deadline", Result.ERROR, 3),
+        (NOT_EVALUATED, "deadline", Result.ERROR, 1),  # the ConfigMap of each copy is not judged
+        (NOT_EVALUATED, "deadline", Result.ERROR, 3),
     ]
     assert "not a pass" in report.findings[0].message
     assert report.summary.objects == 2

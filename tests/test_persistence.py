@@ -8,7 +8,7 @@ import pytest
 
 from kubegap import facts
 from kubegap.facts import knobs, persistence
-from kubegap.workloads import workload_of
+from kubegap.kinds import workload_of
 
 CATALOGUE = knobs.load()
 

@@ -79,7 +79,12 @@ BUNDLED: dict[str, tuple[Severity, str, dict[str, tuple[Severity, str]], dict[st
         {"liveness-probe": (Severity.HIGH, "container"), "probe-window": (Severity.MEDIUM, "container")},
         {"minLivenessWindow": 300.0},
     ),
-    "restart-budget": (Severity.MEDIUM, "workload", {"auto-restart": (Severity.MEDIUM, "workload")}, {}),
+    "restart-budget": (
+        Severity.MEDIUM,
+        "workload",
+        {"auto-restart": (Severity.MEDIUM, "workload"), "rendezvous-bounded": (Severity.MEDIUM, "workload")},
+        {"maxRendezvousTimeout": 600.0},
+    ),
     "gpu-node-health": (
         Severity.HIGH,
         "node",
@@ -99,6 +104,49 @@ BUNDLED: dict[str, tuple[Severity, str, dict[str, tuple[Severity, str]], dict[st
     ),
     "gpu-nic-alignment": (Severity.MEDIUM, "claim", {"pcie-root-aligned": (Severity.MEDIUM, "claim")}, {}),
     "gpu-nic-rails": (Severity.MEDIUM, "container", {"hca-per-gpu": (Severity.MEDIUM, "container")}, {}),
+    "nccl-transport": (
+        Severity.MEDIUM,
+        "container",
+        {
+            "ib-timeout-bounded": (Severity.MEDIUM, "container"),
+            "ib-retry-count": (Severity.MEDIUM, "container"),
+            "ib-async-events": (Severity.MEDIUM, "container"),
+        },
+        {"minIbTimeout": 18, "maxIbTimeout": 22},
+    ),
+    "nccl-flight-recorder": (
+        Severity.LOW,
+        "container",
+        {
+            "recorder-on": (Severity.LOW, "container"),
+            "dump-kept": (Severity.LOW, "container"),
+            "blocking-wait-off": (Severity.INFO, "container"),
+        },
+        {},
+    ),
+    "health-taints": (
+        Severity.MEDIUM,
+        "template",
+        {
+            "no-blanket-toleration": (Severity.HIGH, "template"),
+            "no-health-taint-toleration": (Severity.MEDIUM, "template"),
+        },
+        {
+            "healthTaintKeys": [
+                "node.kubernetes.io/unschedulable",
+                "sagemaker.amazonaws.com/node-health-status",
+                "autopilot.ibm.com/gpuhealth",
+                "nvidia.com/gpu-error",
+                "AggregatedNodeHealth",
+            ]
+        },
+    ),
+    "disruption-budget": (
+        Severity.LOW,
+        "workload",
+        {"disruptions-not-counted": (Severity.LOW, "workload")},
+        {},
+    ),
 }
 
 

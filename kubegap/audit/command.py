@@ -20,9 +20,12 @@ from kubegap.audit.scope import DEFAULT_PAGE_SIZE, scope_from
 from kubegap.audit.writer import write_reports
 from kubegap.config import Settings
 from kubegap.errors import KubegapError
-from kubegap.evaluate import Engine, build_engine
+from kubegap.evaluate import build_engine
 from kubegap.findings import Severity
 from kubegap.options import add_engine_arguments, parse_outputs, settings_from_args
+from kubegap.reports import policyreport, registry
+from kubegap.reports.registry import AUDIT
+from kubegap.reports.report import Report
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +81,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     out = parser.add_argument_group("output")
     out.add_argument(
-        "-o", "--format", choices=output.FORMATS, default="text", help="report format (default text)"
+        "-o",
+        "--format",
+        choices=registry.names(AUDIT),
+        default="text",
+        help=f"report format: {registry.described(AUDIT)}",
     )
     out.add_argument(
         "--output",
@@ -122,7 +129,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         settings = settings_from_args(args)
         scope = scope_from(settings.audit, args)
-        outputs = parse_outputs(args.output, output.FORMATS)  # before connecting: a typo fails at once
+        outputs = parse_outputs(args.output, registry.names(AUDIT))  # before connecting: a typo fails at once
         if args.print_rbac:
             sys.stdout.write(rbac.render(scope.resolve_configmaps, args.write_policyreports))
             return EXIT_CLEAN
@@ -141,8 +148,9 @@ def _run(args: argparse.Namespace) -> int:
         result = Auditor(api, engine, scope, TerminalProgress.for_stderr()).run()
         if args.write_policyreports:
             _write(api, result)
-        unwritten = _write_files(outputs, result, transport.host, engine)
-        output.write(sys.stdout, args.format, result, transport.host, engine.policies)
+        report = output.report(result, transport.host, engine.policies)
+        unwritten = _write_files(outputs, report)
+        registry.write(sys.stdout, args.format, report)
         sys.stdout.flush()
         return EXIT_USAGE if unwritten else exit_code(result, settings, args.allow_incomplete)
     except BrokenPipeError:
@@ -157,12 +165,12 @@ def _run(args: argparse.Namespace) -> int:
         transport.close()
 
 
-def _write_files(outputs: list[tuple[str, str]], result: AuditResult, host: str, engine: Engine) -> bool:
+def _write_files(outputs: list[tuple[str, str]], report: Report) -> bool:
     """Each `--output` file; True when one could not be written (said on stderr, exit 2 as for lint)."""
     failed = False
     for fmt, path in outputs:
         try:
-            output.write_file(path, fmt, result, host, engine.policies)
+            registry.write_file(path, fmt, report)
         except KubegapError as exc:
             print(f"kubegap audit: {exc}", file=sys.stderr)
             failed = True
@@ -173,7 +181,7 @@ def _write(api: Api, result: AuditResult) -> None:
     if result.coverage.interrupted:
         result.coverage.problems.append("policyreports not written: the audit was interrupted")
         return
-    written, problems = write_reports(api, output.policy_reports(result))
+    written, problems = write_reports(api, policyreport.from_audit(result))
     result.coverage.problems.extend(problems)
     print(f"kubegap audit: {written} PolicyReport(s) written to the cluster", file=sys.stderr)
 

@@ -12,7 +12,8 @@ from typing import Any
 
 import yaml
 
-from kubegap.workloads import SUPPORTED_KINDS, KindInfo
+from kubegap.kinds import SUPPORTED_KINDS
+from kubegap.workloads import KindInfo
 
 NAME = "kubegap-audit"
 

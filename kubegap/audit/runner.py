@@ -22,17 +22,12 @@ from kubegap.audit.retry import Api
 from kubegap.audit.scope import AuditScope
 from kubegap.audit.spool import Spool
 from kubegap.audit.transport import ApiFailure, TransportError
-from kubegap.evaluate import Context, DeadlineExceeded, Evaluation
+from kubegap.evaluate import DeadlineExceeded, Evaluation, Evaluator
 from kubegap.findings import ObjectRef, Result, Severity, Summary, WorkloadCost
-from kubegap.workloads import SUPPORTED_KINDS, KindInfo
+from kubegap.kinds import SUPPORTED_KINDS
+from kubegap.workloads import KindInfo
 
 log = logging.getLogger(__name__)
-
-
-class Evaluator(Protocol):
-    def evaluate(
-        self, obj: Mapping[str, Any], context: Context | None = None, deadline: float | None = None
-    ) -> Evaluation: ...
 
 
 class Progress(Protocol):

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import io
 from collections import defaultdict
-from collections.abc import Iterable
-from typing import TextIO, cast
+from collections.abc import Iterable, Iterator
 
 from kubegap.audit.coverage import Coverage
 from kubegap.audit.runner import AuditResult, Offender
@@ -16,30 +14,26 @@ from kubegap.reports.text import printable, summary_line
 _RANKS = {s.value: s.rank for s in Severity}
 
 
-class _Printable(io.TextIOBase):
-    """Escapes control characters from cluster data (names, env values) on their way to a terminal."""
-
-    def __init__(self, out: TextIO) -> None:
-        self._out = out
-
-    def write(self, text: str) -> int:
-        return self._out.write(printable(text))
+def lines(result: AuditResult, cluster: str = "") -> Iterator[str]:
+    """The report in pieces, one finding at a time; control characters from cluster data (names, env
+    values) are escaped on their way to a terminal."""
+    for piece in _pieces(result, cluster):
+        yield printable(piece)
 
 
-def write(out: TextIO, result: AuditResult, cluster: str = "") -> None:
-    out = cast(TextIO, _Printable(out))
-    out.write(f"kubegap audit{f' of {cluster}' if cluster else ''}\n\n")
-    _rules(out, result)
-    _offenders(out, result.offenders)
-    _findings(out, result.spool.findings("worst"))
-    _coverage(out, result.coverage)
-    out.write("\n" + summary_line(result.summary) + "\n")
+def _pieces(result: AuditResult, cluster: str) -> Iterator[str]:
+    yield f"kubegap audit{f' of {cluster}' if cluster else ''}\n\n"
+    yield from _rules(result)
+    yield from _offenders(result.offenders)
+    yield from _findings(result.spool.findings("worst"))
+    yield from _coverage(result.coverage)
+    yield "\n" + summary_line(result.summary) + "\n"
 
 
-def _rules(out: TextIO, result: AuditResult) -> None:
-    out.write("Failing rules by namespace (worst first)\n")
+def _rules(result: AuditResult) -> Iterator[str]:
+    yield "Failing rules by namespace (worst first)\n"
     if not result.by_rule:
-        out.write("  none\n\n")
+        yield "  none\n\n"
         return
     by_namespace: defaultdict[str, list[tuple[str, str, str, int]]] = defaultdict(list)
     for (namespace, policy, rule, severity), count in result.by_rule.items():
@@ -49,18 +43,18 @@ def _rules(out: TextIO, result: AuditResult) -> None:
         return max(_RANKS[r[2]] for r in rows), sum(r[3] for r in rows)
 
     for namespace, rows in sorted(by_namespace.items(), key=lambda item: weight(item[1]), reverse=True):
-        out.write(f"  {namespace or '(cluster-scoped)'}\n")
+        yield f"  {namespace or '(cluster-scoped)'}\n"
         for policy, rule, severity, count in sorted(rows, key=lambda r: (-_RANKS[r[2]], -r[3], r[0], r[1])):
-            out.write(f"    {severity:<8} {count:>6}  {policy}/{rule}\n")
-    out.write("\n")
+            yield f"    {severity:<8} {count:>6}  {policy}/{rule}\n"
+    yield "\n"
 
 
-def _offenders(out: TextIO, offenders: list[Offender]) -> None:
-    out.write("Worst offenders (expected GPU-hours lost a month, docs/cost-model.md)\n")
+def _offenders(offenders: list[Offender]) -> Iterator[str]:
+    yield "Worst offenders (expected GPU-hours lost a month, docs/cost-model.md)\n"
     if not offenders:
-        out.write("  none\n\n")
+        yield "  none\n\n"
         return
-    out.write(f"  {'GPU-H/MO':>8} {'SEVERITY':<8} {'FAILS':>5} {'GPUS':>6}  OBJECT  (roles; best fix)\n")
+    yield f"  {'GPU-H/MO':>8} {'SEVERITY':<8} {'FAILS':>5} {'GPUS':>6}  OBJECT  (roles; best fix)\n"
     for o in offenders:
         notes = list(o.roles)
         best = o.cost.savings[0] if o.cost and o.cost.savings and o.cost.savings[0][1] > 0 else None
@@ -69,54 +63,50 @@ def _offenders(out: TextIO, offenders: list[Offender]) -> None:
             notes.append(f"fixing {policy}/{rule} saves ≈ {gpu_hours_text(saved)}")
         lost = f"≈ {gpu_hours_text(o.lost)}" if o.cost else "-"
         extra = f"  ({'; '.join(notes)})" if notes else ""
-        out.write(
-            f"  {lost:>8} {o.severity.value:<8} {o.failures:>5} {o.gpus:>6}  {o.ref.display()}{extra}\n"
-        )
-    out.write("\n")
+        yield f"  {lost:>8} {o.severity.value:<8} {o.failures:>5} {o.gpus:>6}  {o.ref.display()}{extra}\n"
+    yield "\n"
 
 
-def _findings(out: TextIO, findings: Iterable[Finding]) -> None:
-    out.write("Findings\n")
+def _findings(findings: Iterable[Finding]) -> Iterator[str]:
+    yield "Findings\n"
     count = 0
     for f in findings:
         count += 1
         label = f.severity.value if f.result is Result.FAIL else f.result.value
         where = f.where()
-        out.write(
-            f"  {label:<8} {f.policy}/{f.rule}  {f.object.display()}{f'  ({where})' if where else ''}\n"
-        )
-        out.write(f"           {f.message}\n")
+        yield f"  {label:<8} {f.policy}/{f.rule}  {f.object.display()}{f'  ({where})' if where else ''}\n"
+        yield f"           {f.message}\n"
         if f.path:
-            out.write(f"           at {f.path}\n")
+            yield f"           at {f.path}\n"
         if f.unresolved:
-            out.write(f"           unresolved: {', '.join(f.unresolved)}\n")
+            yield f"           unresolved: {', '.join(f.unresolved)}\n"
         if f.result is not Result.SKIP and f.remediation:
-            out.write(f"           fix: {f.remediation}\n")
-    out.write("" if count else "  none\n")
-    out.write("\n")
+            yield f"           fix: {f.remediation}\n"
+    yield "" if count else "  none\n"
+    yield "\n"
 
 
-def _coverage(out: TextIO, coverage: Coverage) -> None:
+def _coverage(coverage: Coverage) -> Iterator[str]:
     totals = coverage.totals()
     verdict = "complete" if coverage.complete else "INCOMPLETE: not everything could be evaluated"
-    out.write(f"Coverage: {verdict}\n")
+    yield f"Coverage: {verdict}\n"
     counts = [
         ("kinds listed", "kindsListed"), ("objects seen", "seen"), ("evaluated", "evaluated"),
         ("exempted", "exempted"), ("skipped as owned", "skippedOwned"), ("excluded", "excluded"),
         ("not evaluated", "notEvaluated"),
     ]  # fmt: skip
-    out.write("  " + ", ".join(f"{label} {totals[key]}" for label, key in counts) + "\n")
+    yield "  " + ", ".join(f"{label} {totals[key]}" for label, key in counts) + "\n"
     for kind, gap in coverage.gaps():
         what = f"{kind.kind} ({kind.resource})" if kind else "audit"
-        out.write(f"  not evaluated: {what}: {gap.reason}\n")
+        yield f"  not evaluated: {what}: {gap.reason}\n"
     missing = [k.kind for k in coverage.kinds if not k.installed]
     if missing:
-        out.write(f"  not installed: {', '.join(missing)}\n")
+        yield f"  not installed: {', '.join(missing)}\n"
     for kind in coverage.kinds:
         for note in ([kind.out_of_scope] if kind.out_of_scope else []) + kind.notes:
-            out.write(f"  note: {kind.kind}: {note}\n")
+            yield f"  note: {kind.kind}: {note}\n"
     stats = coverage.requests
-    out.write(
+    yield (
         f"  requests {stats.requests}, retries {stats.retries}, throttled {stats.throttled}, "
         f"waited {stats.waited:.1f}s\n"
     )

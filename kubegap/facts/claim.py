@@ -18,7 +18,6 @@ from kubegap import raw
 from kubegap.facts.model import ObjectFacts, Unit
 from kubegap.fieldpath import FieldPath, render
 
-CLAIM_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate"})
 GROUP = "resource.k8s.io"
 # Kubernetes' standard DRA device attribute for "devices under the same PCIe root complex"
 PCIE_ROOT = "resource.kubernetes.io/pcieRoot"

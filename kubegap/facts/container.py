@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubegap import durations, raw
-from kubegap.facts import argv, env, mpi, persistence, rails, readings
+from kubegap.facts import argv, env, mpi, persistence, rails, readings, recorder, torchrun, transport
 from kubegap.facts.knobs import Catalogue, Framework
 from kubegap.facts.model import Scratch, UnreadableCount, longest, seconds
 from kubegap.fieldpath import render
@@ -94,6 +94,11 @@ def gather(
     scratch.unresolved.extend(unresolved)
     facts = _identity(scratch.catalogue, container, counts) | _environment(environment, unresolved)
     facts["startupProbe"] = probe(container.spec, "startupProbe") is not None
+    seen, spec, path = facts["envNames"], container.spec, container.path
+    facts["ibTransport"] = transport.gather(facts["env"])
+    facts["flightRecorder"] = recorder.gather(facts["env"], seen, template.spec, spec, path)
+    if (launcher := torchrun.gather(cmd, facts["env"], seen, path)) is not None:
+        facts["torchrun"] = launcher
     framework = readings.framework(scratch.catalogue, cmd)
     if framework is not None:
         facts["framework"] = _framework(framework)

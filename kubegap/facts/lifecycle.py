@@ -1,5 +1,5 @@
-"""How each kind bounds its run time and restarts failed runs (RULES.md §2 `checkpoint-interval`,
-`restart-budget`): a table keyed by API group and kind."""
+"""How a kind bounds its run time and restarts failed runs (RULES.md §2 `checkpoint-interval`,
+`restart-budget`): the readers each row of the kinds table (`kubegap.kinds`) names."""
 
 from __future__ import annotations
 
@@ -9,9 +9,7 @@ from typing import Any
 
 from kubegap import raw
 from kubegap.fieldpath import FieldPath, render
-from kubegap.workloads import KUBEFLOW_REPLICA_SPECS
 
-KUBEFLOW_JOBS = frozenset(KUBEFLOW_REPLICA_SPECS)
 # A replica's restartPolicy when unset: the training operator's *JobDefaultRestartPolicy constants
 # (pkg/apis/kubeflow.org/v1/*_types.go): PyTorchJob OnFailure; TFJob, JAXJob and MPIJob Never. XGBoostJob
 # and PaddleJob are not verified and count as Never, which never hides a missing restart.
@@ -28,6 +26,17 @@ class Restart:
     path: FieldPath  # the deciding field, or its parent when unset
 
 
+@dataclass(frozen=True, slots=True)
+class RestartReader:
+    """How one kind restarts failed runs: `read` decides, `text` says how for docs/kinds.md."""
+
+    read: Callable[[Mapping[str, Any]], Restart]
+    text: str
+
+    def __call__(self, obj: Mapping[str, Any]) -> Restart:
+        return self.read(obj)
+
+
 def _length(value: Any) -> int:
     return len(value) if isinstance(value, list) else 0  # a malformed list is a finding, not a crash
 
@@ -36,7 +45,9 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _job_restart(base: FieldPath) -> Callable[[Mapping[str, Any]], Restart]:
+def job(base: FieldPath) -> RestartReader:
+    """batch/v1 Job: `backoffLimit` (default 6) or `backoffLimitPerIndex` at 0 or less turns retries off."""
+
     def read(obj: Mapping[str, Any]) -> Restart:
         for field in ("backoffLimit", "backoffLimitPerIndex"):
             value = _int(raw.dig(obj, (*base, field)))
@@ -44,10 +55,13 @@ def _job_restart(base: FieldPath) -> Callable[[Mapping[str, Any]], Restart]:
                 return Restart(False, f"{render((*base, field))} is {value}", (*base, field))
         return Restart(True, "backoffLimit allows retries", base)
 
-    return read
+    limits = " or ".join(f"`{render((*base, f))}`" for f in ("backoffLimit", "backoffLimitPerIndex"))
+    return RestartReader(read, f"retries unless {limits} is 0 or less (default 6 retries)")
 
 
-def _positive(*fields: FieldPath, unset_ok: bool = False) -> Callable[[Mapping[str, Any]], Restart]:
+def positive(*fields: FieldPath, unset_ok: bool = False) -> RestartReader:
+    """Restarts when the first of `fields` that is set is above 0 (or, `unset_ok`, when it is unset)."""
+
     def read(obj: Mapping[str, Any]) -> Restart:
         seen = []
         for field in fields:
@@ -60,21 +74,22 @@ def _positive(*fields: FieldPath, unset_ok: bool = False) -> Callable[[Mapping[s
         deciding = next((f for f in fields if raw.dig(obj, f) is not None), fields[0][:-1])
         return Restart(False, " and ".join(seen), deciding)
 
-    return read
+    named = " or ".join(f"`{render(f)}`" for f in fields)
+    return RestartReader(read, f"{named} above 0" + (", or unset" if unset_ok else ""))
 
 
 _BACKOFF = ("spec", "runPolicy", "backoffLimit")
 _MAX_RESTARTS = ("spec", "elasticPolicy", "maxRestarts")
 
 
-def _kubeflow_restart(kind: str) -> Callable[[Mapping[str, Any]], Restart]:
+def kubeflow(kind: str, replica_specs: str) -> RestartReader:
     """training-operator: only replicas whose restartPolicy restarts them (OnFailure, Always, ExitCode)
     are restarted, and runPolicy.backoffLimit counts only their restarts (core.PastBackoffLimit: it returns
     false for nil and skips other replicas). A torchrun elastic agent (PyTorchJob elasticPolicy) restarts
     workers inside their pods whatever the pod's restartPolicy."""
-    replicas_key = ("spec", KUBEFLOW_REPLICA_SPECS[kind])
+    replicas_key = ("spec", replica_specs)
     # elasticPolicy exists on PyTorchJob only (training-operator v1 PyTorchJobSpec)
-    set_limits = _positive(_BACKOFF, _MAX_RESTARTS) if kind == "PyTorchJob" else _positive(_BACKOFF)
+    set_limits = positive(_BACKOFF, _MAX_RESTARTS) if kind == "PyTorchJob" else positive(_BACKOFF)
 
     def read(obj: Mapping[str, Any]) -> Restart:
         elastic = _int(raw.dig(obj, _MAX_RESTARTS)) if kind == "PyTorchJob" else None
@@ -93,14 +108,19 @@ def _kubeflow_restart(kind: str) -> Callable[[Mapping[str, Any]], Restart]:
         detail = "runPolicy.backoffLimit is unset: the operator restarts failed pods without limit"
         return Restart(True, detail, _BACKOFF[:-1])
 
-    return read
+    elastic = ", or `spec.elasticPolicy.maxRestarts` above 0" if kind == "PyTorchJob" else ""
+    text = (
+        f"every replica's `restartPolicy` (unset: {default_restart_policy(kind)}) is OnFailure, Always or "
+        f"ExitCode, within `spec.runPolicy.backoffLimit` (unset: no limit){elastic}"
+    )
+    return RestartReader(read, text)
 
 
 def default_restart_policy(kind: str) -> str:
     return _DEFAULT_RESTART_POLICY.get(kind, "Never")
 
 
-def _mpijob_restart(obj: Mapping[str, Any]) -> Restart:
+def _mpijob(obj: Mapping[str, Any]) -> Restart:
     """mpi-operator v2beta1 runs the launcher as a batch Job that takes runPolicy.backoffLimit (release
     v0.3.0): unset, the Job's own default of 6 retries applies. kubeflow.org/v1 MPIJobs are the training
     operator's and read like the other Kubeflow jobs."""
@@ -114,10 +134,18 @@ def _mpijob_restart(obj: Mapping[str, Any]) -> Restart:
             else "the launcher Job retries 6 times by default"
         )
         return Restart(True, detail, _BACKOFF if value else _BACKOFF[:-1])
-    return _kubeflow_restart("MPIJob")(obj)
+    return _MPI_V1(obj)
 
 
-def _jobset_restart(obj: Mapping[str, Any]) -> Restart:
+_MPI_V1 = kubeflow("MPIJob", "mpiReplicaSpecs")
+MPIJOB = RestartReader(
+    _mpijob,
+    "v2beta1: the launcher Job retries unless `spec.runPolicy.backoffLimit` is 0 or less (default 6); "
+    "v1: as the other Kubeflow jobs",
+)
+
+
+def _jobset(obj: Mapping[str, Any]) -> Restart:
     """JobSet restarts itself only with failurePolicy.maxRestarts; without it, each child Job still
     retries its own failed pods up to its backoffLimit (batch/v1 default 6)."""
     field = ("spec", "failurePolicy", "maxRestarts")
@@ -138,45 +166,25 @@ def _jobset_restart(obj: Mapping[str, Any]) -> Restart:
     return Restart(True, "the child Jobs retry failed pods (backoffLimit unset or > 0)", ("spec",))
 
 
-_RESTART: dict[tuple[str, str], Callable[[Mapping[str, Any]], Restart]] = {
-    ("batch", "Job"): _job_restart(("spec",)),
-    ("batch", "CronJob"): _job_restart(("spec", "jobTemplate", "spec")),
-    ("jobset.x-k8s.io", "JobSet"): _jobset_restart,
-    ("batch.volcano.sh", "Job"): _positive(("spec", "maxRetry"), unset_ok=True),
-    ("ray.io", "RayJob"): _positive(("spec", "backoffLimit")),
-    **{("kubeflow.org", kind): _kubeflow_restart(kind) for kind in KUBEFLOW_JOBS if kind != "MPIJob"},
-    ("kubeflow.org", "MPIJob"): _mpijob_restart,
-}
-
-# Where the run-time bound lives; several paths (JobSet's child Jobs) count only when all are set.
-_DEADLINE: dict[tuple[str, str], Callable[[Mapping[str, Any]], list[FieldPath]]] = {
-    ("batch", "Job"): lambda o: [("spec", "activeDeadlineSeconds")],
-    ("batch", "CronJob"): lambda o: [("spec", "jobTemplate", "spec", "activeDeadlineSeconds")],
-    ("trainer.kubeflow.org", "TrainJob"): lambda o: [("spec", "activeDeadlineSeconds")],
-    ("kubeflow.org", "TrainJob"): lambda o: [("spec", "activeDeadlineSeconds")],
-    ("ray.io", "RayJob"): lambda o: [("spec", "activeDeadlineSeconds")],
-    ("jobset.x-k8s.io", "JobSet"): lambda o: [
-        ("spec", "replicatedJobs", i, "template", "spec", "activeDeadlineSeconds")
-        for i in range(_length(raw.dig(o, ("spec", "replicatedJobs"))))
-    ],
-    **{
-        ("kubeflow.org", kind): (lambda o: [("spec", "runPolicy", "activeDeadlineSeconds")])
-        for kind in KUBEFLOW_JOBS
-    },
-}
+JOBSET = RestartReader(
+    _jobset,
+    "`spec.failurePolicy.maxRestarts` above 0; without it, unless a child Job's `backoffLimit` is 0 or less",
+)
 
 
-def restart(group: str, kind: str, obj: Mapping[str, Any]) -> Restart | None:
-    """How failed runs restart; None where the kind has no such setting (not applicable)."""
-    read = _RESTART.get((group, kind))
-    return read(obj) if read else None
-
-
-def deadline(group: str, kind: str, obj: Mapping[str, Any]) -> float | None:
-    """The longest `activeDeadlineSeconds` of the run, in seconds; None when any part is unbounded."""
-    read = _DEADLINE.get((group, kind))
-    paths = read(obj) if read else []
-    values = [_int(raw.dig(obj, p)) for p in paths]
+def deadline(paths: tuple[FieldPath, ...], obj: Mapping[str, Any]) -> float | None:
+    """The longest `activeDeadlineSeconds` at `paths` (a `*` stands for every item of a list), in seconds;
+    None when any of them is unset or not above 0, or there are none."""
+    found = [p for path in paths for p in _expand(path, obj)]
+    values = [_int(raw.dig(obj, p)) for p in found]
     if not values or any(v is None or v <= 0 for v in values):
         return None
     return float(max(v for v in values if v is not None))
+
+
+def _expand(path: FieldPath, obj: Mapping[str, Any]) -> list[FieldPath]:
+    if "*" not in path:
+        return [path]
+    star = path.index("*")
+    items = _length(raw.dig(obj, path[:star]))
+    return [p for i in range(items) for p in _expand((*path[:star], i, *path[star + 1 :]), obj)]

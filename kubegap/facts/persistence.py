@@ -2,9 +2,9 @@
 checkpoints and whether that place survives a reschedule, whether a restart resumes from the latest one,
 whether saves block the run, and whether a save on SIGTERM is switched on.
 
-A directory is placed through the container's `volumeMounts` (the longest mount path that holds it) onto
-the pod's volume; a URL with a scheme is remote storage. Whatever cannot be placed (a variable, a relative
-path, a TrainJob whose volumes live in its runtime) is `unresolved`, never a pass.
+A directory is placed through the container's `volumeMounts` onto the pod's volume (`mounts.volume_at`,
+the one mount resolver); a URL with a scheme is remote storage. Whatever cannot be placed (a variable, a
+relative path, a TrainJob whose volumes live in its runtime) is `unresolved`, never a pass.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kubegap import raw
-from kubegap.facts import argv, readings
+from kubegap.facts import argv, mounts, readings
 from kubegap.facts.env import Environment
 from kubegap.facts.knobs import Catalogue, Knob
 from kubegap.facts.model import Scratch
@@ -80,19 +79,17 @@ def _text(value: str | None, env: Environment) -> tuple[str | None, str]:
     return None, f"{value!r} holds a variable whose value cannot be seen"
 
 
-def _volume(template: PodTemplate, name: str) -> tuple[str, str]:
-    """(kind, description) of the pod's volume `name`."""
-    for volume in raw.items(template.spec.get("volumes")):
-        volume = raw.mapping(volume)
-        if volume.get("name") != name:
-            continue
-        source = next((k for k in volume if k != "name"), "")
-        if source in _KEPT:
-            return "persistent", f"{source} volume {name}"
-        if source in _LOST:
-            return "lost", _LOST[source].format(name)
-        return "lost", f"{source or 'unknown'} volume {name} (not storage that outlives the pod)"
-    return "unresolved", f"volume {name} is not defined in the pod"
+def _volume(found: Mapping[str, Any]) -> tuple[str, str]:
+    """(kind, description) of the volume `mounts.volume_at` found. A hostPath counts as lost here: a
+    restarted pod may land on another node (the flight recorder's dumps, read on the same node, keep it)."""
+    name, source = found["volume"], found["kind"]
+    if not source:
+        return "unresolved", f"volume {name} is not defined in the pod"
+    if source in _KEPT:
+        return "persistent", f"{source} volume {name}"
+    if source in _LOST:
+        return "lost", _LOST[source].format(name)
+    return "lost", f"{source} volume {name} (not storage that outlives the pod)"
 
 
 def place(directory: str, template: PodTemplate, container: Container) -> tuple[str, str]:
@@ -108,16 +105,10 @@ def place(directory: str, template: PodTemplate, container: Container) -> tuple[
         path = posixpath.join(workdir, path)
     if not template.pod_level:
         return "unresolved", "the volumes come from the training runtime, not this object"
-    path = posixpath.normpath(path)
-    best: tuple[int, str] | None = None
-    for mount in raw.items(container.spec.get("volumeMounts")):
-        mount = raw.mapping(mount)
-        at = posixpath.normpath(str(mount.get("mountPath") or "/nowhere"))
-        if (path == at or path.startswith(at.rstrip("/") + "/")) and (best is None or len(at) > best[0]):
-            best = (len(at), str(mount.get("name")))
-    if best is None:
+    found = mounts.volume_at(template.spec, container.spec, container.path, path)
+    if not found:
         return "lost", "the container's own filesystem (lost when the container restarts)"
-    return _volume(template, best[1])
+    return _volume(found)
 
 
 def _directory(

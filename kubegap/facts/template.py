@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubegap import raw
+from kubegap.facts import tolerations
 from kubegap.fieldpath import render
 from kubegap.workloads import PodTemplate
 
@@ -51,4 +52,5 @@ def gather(
         "hostNetwork": spec.get("hostNetwork") is True,
         "fabricDevices": _fabric_devices(template),
         "resourceClaims": len(claims) if isinstance(claims, list) else 0,
+        **tolerations.gather(spec, template.path),
     }

@@ -11,6 +11,7 @@ from kubegap.facts import (
     argv,
     checkpoint,
     container,
+    disruption,
     env,
     lifecycle,
     mpi,
@@ -18,6 +19,7 @@ from kubegap.facts import (
     purpose,
     readings,
     template,
+    torchrun,
 )
 from kubegap.facts.knobs import Catalogue
 from kubegap.facts.model import ObjectFacts, Scratch, Unit
@@ -64,6 +66,8 @@ def gather(
     facts = _workload_facts(obj, workload, metadata, pods.totals, pods.purposes)
     facts["checkpoint"] = checkpoint.gather(scratch, pods.readings, pods.trainers)
     facts["recovery"] = persistence.gather(workload.templates, pods.trainers)
+    if (run := torchrun.workload(obj, workload.kind, pods.trainers, facts["multiNode"])) is not None:
+        facts["torchrun"] = run
     runtime = scratch.longest_declared("expectedRuntime", list(workload.templates))
     if runtime:
         facts["expectedRuntime"] = runtime
@@ -149,14 +153,16 @@ def _workload_facts(
         "distributed": totals["totalGpus"] > 1,
         "multiNode": totals["gpuPods"] > 1,
     }
-    deadline = lifecycle.deadline(workload.group, workload.kind, obj)
+    deadline = lifecycle.deadline(workload.deadline, obj)
     if deadline is not None:
         facts["deadlineSeconds"] = deadline
-    restart = lifecycle.restart(workload.group, workload.kind, obj)
+    restart = workload.restart(obj) if workload.restart else None
     if restart is not None:
         facts["restart"] = {
             "enabled": restart.enabled,
             "detail": restart.detail,
             "path": render(restart.path),
         }
+    if (disruptions := disruption.gather(workload.group, workload.kind, obj)) is not None:
+        facts["disruptions"] = disruptions
     return facts

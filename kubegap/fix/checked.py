@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubegap import fieldpath, manifests
+from kubegap.enginerules import INVALID_DECLARATION
 from kubegap.evaluate import Context, Engine
 from kubegap.findings import Finding, Result
 from kubegap.fix import edits, fixers
 from kubegap.fix.nodes import Tree, Unsafe
 from kubegap.fix.target import Patch, Target
 from kubegap.lint import locate_finding
-from kubegap.policy import INVALID_DECLARATION
 
 MAX_PATCHES = 200  # per document: every finding is tried once, so this is a guard, not a limit in use
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kubegap import inputs, manifests
+from kubegap.enginerules import EXEMPTION_REASON, INVALID_DECLARATION
 from kubegap.errors import UsageError
 from kubegap.evaluate import Engine, build_engine
 from kubegap.findings import Finding
@@ -26,7 +27,6 @@ from kubegap.fix.files import (
     write,
 )
 from kubegap.options import add_engine_arguments, add_exclude_argument, settings_from_args
-from kubegap.policy import EXEMPTION_REASON, INVALID_DECLARATION
 from kubegap.reports.text import printable
 
 EPILOG = """\

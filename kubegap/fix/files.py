@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kubegap import inputs, lint, manifests
+from kubegap import inputs, manifests
 from kubegap.errors import KubegapError
 from kubegap.evaluate import Engine
 from kubegap.findings import Finding
@@ -204,7 +204,7 @@ def scope_for(found: Sequence[Source], engine: Engine, selected: Callable[[Findi
     """What a run fixes with: the engine, the ConfigMaps of all its files (as lint reads them), the rules."""
     mention = [s for s in found if b"ConfigMap" in s.data]  # as lint does: only these can hold one
     documents = (d for s in mention for d in manifests.Reader().read_bytes(s.data, s.name))
-    return Scope(engine, lint.configmaps_of(documents), selected)
+    return Scope(engine, manifests.configmaps_of(documents), selected)
 
 
 def readable_sources(

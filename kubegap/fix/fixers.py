@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kubegap.enginerules import EXEMPTION_REASON, INVALID_DECLARATION
 from kubegap.fix import pods, timeouts, variables
 from kubegap.fix.nodes import Unsafe
 from kubegap.fix.target import Patch, Target
@@ -35,8 +36,8 @@ FIXERS: dict[tuple[str, str], Callable[[Target], Patch]] = {
     ("gpu-nic-topology", "nic-attached"): _never("attaching a NIC depends on the cluster's fabric"),
 }
 _BY_RULE = {
-    "exemption-reason": "only a person can give the exemption's reason",
-    "invalid-declaration": "the declaration's value is for you to correct",
+    EXEMPTION_REASON: "only a person can give the exemption's reason",
+    INVALID_DECLARATION: "the declaration's value is for you to correct",
 }
 
 

@@ -10,7 +10,8 @@ from kubegap.facts import lifecycle
 from kubegap.fix import edits
 from kubegap.fix.nodes import Unsafe
 from kubegap.fix.target import FieldPath, Patch, Target
-from kubegap.workloads import KUBEFLOW_REPLICA_SPECS, kind_info
+from kubegap.kinds import kind_info
+from kubegap.workloads import KUBEFLOW_REPLICA_SPECS
 
 HEARTBEAT_FILE = "/tmp/kubegap-heartbeat"
 # The value restart-budget's remediation names; the policy has no parameter for it.

@@ -13,7 +13,8 @@ from kubegap.facts.knobs import Catalogue, Knob
 from kubegap.findings import Finding
 from kubegap.fix.edits import Edit
 from kubegap.fix.nodes import Tree, Unsafe
-from kubegap.workloads import Container, PodTemplate, workload_of
+from kubegap.kinds import workload_of
+from kubegap.workloads import Container, PodTemplate
 
 FieldPath = fieldpath.FieldPath
 

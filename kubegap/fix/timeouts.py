@@ -12,7 +12,8 @@ from kubegap.fix import edits, scripts
 from kubegap.fix.nodes import Unsafe
 from kubegap.fix.target import Patch, Target, annotations_of, in_unit
 from kubegap.fix.values import COLLECTIVE_TIMEOUT, STEP_TIME, annotation_todo, lower
-from kubegap.workloads import Container, workload_of
+from kubegap.kinds import workload_of
+from kubegap.workloads import Container
 
 
 def _recognised(cmd: argv.CommandLine, tokens: frozenset[str], flags: frozenset[str]) -> argv.Token | None:

@@ -16,12 +16,14 @@ from dataclasses import dataclass
 
 from kubegap.audit import reader
 from kubegap.audit.retry import Api
-from kubegap.audit.runner import Auditor, AuditResult, Evaluator
+from kubegap.audit.runner import Auditor, AuditResult
 from kubegap.audit.scope import AuditScope
 from kubegap.errors import UsageError
+from kubegap.evaluate import Evaluator
+from kubegap.kinds import SUPPORTED_KINDS
 from kubegap.mcp import access
 from kubegap.mcp.models import AccessRecord, ClusterRecord
-from kubegap.workloads import SUPPORTED_KINDS, KindInfo
+from kubegap.workloads import KindInfo
 
 ProgressFn = Callable[[str, int], None]  # (message, objects so far)
 

@@ -14,9 +14,9 @@ from kubegap.audit.transport import ApiFailure, TransportError
 from kubegap.evaluate import Engine
 from kubegap.facts.node import node_facts
 from kubegap.findings import ObjectRef
+from kubegap.kinds import SUPPORTED_KINDS
 from kubegap.mcp.models import GpuResource, NodeRecord
 from kubegap.mcp.records import finding_record
-from kubegap.workloads import SUPPORTED_KINDS
 
 NODE = next(info for info in SUPPORTED_KINDS if info.group == "" and info.kind == "Node")
 _KEEP_OFF = ("NoSchedule", "NoExecute")

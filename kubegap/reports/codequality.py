@@ -8,11 +8,12 @@ results are left out (GitLab has no suppressed state). The fingerprint is SARIF'
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterator
 from typing import Any
 
 from kubegap.findings import Finding, Result, Severity
 from kubegap.reports.github import NO_FILE, relative
+from kubegap.reports.report import Report
 from kubegap.reports.sarif import fingerprint
 
 SEVERITY = {
@@ -24,9 +25,9 @@ SEVERITY = {
 }
 
 
-def render(findings: Iterable[Finding], base_dir: str | None = None) -> str:
-    issues = [_issue(f, base_dir) for f in findings if f.result is not Result.SKIP]
-    return json.dumps(issues, indent=2, ensure_ascii=False) + "\n"
+def render(report: Report) -> Iterator[str]:
+    issues = [_issue(f, report.base_dir) for f in report.findings if f.result is not Result.SKIP]
+    yield json.dumps(issues, indent=2, ensure_ascii=False) + "\n"
 
 
 def _issue(finding: Finding, base_dir: str | None) -> dict[str, Any]:

@@ -8,10 +8,11 @@ Values are escaped as the runner expects: `%`, CR and LF in the message; also `:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterator
 from pathlib import Path
 
 from kubegap.findings import Finding, Result, Severity
+from kubegap.reports.report import Report
 
 COMMAND = {
     Severity.CRITICAL: "error",
@@ -23,9 +24,10 @@ COMMAND = {
 NO_FILE = "<stdin>"
 
 
-def render(findings: Iterable[Finding], base_dir: str | None = None) -> str:
-    lines = [_line(f, base_dir) for f in findings if f.result is not Result.SKIP]
-    return "".join(f"{line}\n" for line in lines)
+def render(report: Report) -> Iterator[str]:
+    for finding in report.findings:
+        if finding.result is not Result.SKIP:
+            yield _line(finding, report.base_dir) + "\n"
 
 
 def _line(finding: Finding, base_dir: str | None) -> str:

@@ -1,16 +1,33 @@
-"""`--format json`: one object, {"findings": [...], "summary": {...}}, as RULES.md §4 fixes it."""
+"""`--format json`: one object, {"findings": [...], "summary": {...}}, as RULES.md §4 fixes it.
+
+Then the audit's "coverage", and "workloads": training workloads with their cost (lint's costliest first,
+the audit's worst offenders). Written one finding at a time, so that a cluster with
+hundreds of thousands of findings is never held in memory; the bytes are those of one `json.dumps` call.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterator
 from typing import Any
 
-from kubegap.findings import Finding, Summary
+from kubegap.reports.report import Report
 
 
-def render(findings: Iterable[Finding], summary: Summary, extra: Mapping[str, Any] | None = None) -> str:
-    document: dict[str, Any] = {"findings": [f.to_json() for f in findings], "summary": summary.to_json()}
-    document.update(extra or {})
+def _dump(value: Any) -> str:
     # No indent: the C encoder only runs without one, and this output is for machines (pipe to `jq`).
-    return json.dumps(document, ensure_ascii=False) + "\n"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def render(report: Report) -> Iterator[str]:
+    yield '{"findings": ['
+    for index, finding in enumerate(report.findings):
+        yield (", " if index else "") + _dump(finding.to_json())
+    yield "]"
+    extra: dict[str, Any] = {"summary": report.summary.to_json()}
+    if report.audit is not None:
+        extra["coverage"] = report.audit.coverage.to_json()
+    extra["workloads"] = [w.to_json() for w in report.workloads]
+    for key, value in extra.items():
+        yield f", {_dump(key)}: {_dump(value)}"
+    yield "}\n"

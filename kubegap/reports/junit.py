@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubegap.enginerules import INVALID_MANIFEST
 from kubegap.findings import Finding, Result
 from kubegap.policy import Policy
+from kubegap.reports.report import Report
 
 # Worst first: a testcase holding several results (rare: two bad declarations) reports the worst outcome.
-INVALID_MANIFEST = "invalid-manifest"
 _OUTCOME = {Result.ERROR: 3, Result.FAIL: 2, Result.SKIP: 1, Result.PASS: 0}
 _ELEMENT = {Result.ERROR: "error", Result.FAIL: "failure", Result.SKIP: "skipped"}
 # XML 1.0 cannot carry these at all, not even escaped; manifests can (YAML "\a", JSON "\u0001").
@@ -49,9 +50,9 @@ class _Suite:
         return sum(c.outcome is outcome for c in self.cases.values())
 
 
-def render(results: Sequence[Finding], policies: Sequence[Policy]) -> str:
-    """The JUnit XML document; `results` should include passes so that they count as tests."""
-    suites = _suites(results, policies)
+def render(report: Report) -> Iterator[str]:
+    """The JUnit XML document; passes are testcases too, where the run kept them."""
+    suites = _suites([*report.findings, *report.passes], report.policies)
     root = ET.Element("testsuites", {"name": "kubegap"})
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for suite in suites:
@@ -62,7 +63,7 @@ def render(results: Sequence[Finding], policies: Sequence[Policy]) -> str:
     root.attrib.update({key: str(value) for key, value in totals.items()})
     root.set("time", "0")
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    yield '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
 def _suites(results: Iterable[Finding], policies: Sequence[Policy]) -> list[_Suite]:

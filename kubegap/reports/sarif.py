@@ -19,13 +19,14 @@ import json
 import posixpath
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from kubegap.findings import Finding, Result
 from kubegap.policy import Policy
 from kubegap.reports import sarifrules
+from kubegap.reports.report import Report
 from kubegap.reports.sariflog import (
     ArtifactLocation,
     Fix,
@@ -52,19 +53,24 @@ _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:/")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def render(
+def render(report: Report) -> Iterator[str]:
+    """The SARIF log of one run: its findings listed, its passes counted.
+
+    `report.base_dir` (the directory the run was started in) turns absolute file names below it into
+    relative URIs, which code scanning resolves against the repository root.
+    """
+    results = [*report.findings, *report.passes]
+    fixes = report.fixes() if report.fixes is not None else None
+    yield _log(results, report.policies, report.tool_version, report.base_dir, fixes)
+
+
+def _log(
     results: Sequence[Finding],
     policies: Sequence[Policy],
     tool_version: str,
-    *,
-    base_dir: str | None = None,
-    fixes: Mapping[Finding, Suggestion] | None = None,
+    base_dir: str | None,
+    fixes: Mapping[Finding, Suggestion] | None,
 ) -> str:
-    """The SARIF log of one run; `results` may include passes (counted, not listed).
-
-    `base_dir` (the directory the run was started in) turns absolute file names below it into relative
-    URIs, which code scanning resolves against the repository root.
-    """
     listed = sorted((f for f in results if f.result is not Result.PASS), key=_order)
     table = sarifrules.RuleTable(policies)
     for finding in listed:

@@ -9,24 +9,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from kubegap.enginerules import EXEMPTION_REASON, INVALID_DECLARATION, INVALID_MANIFEST
 from kubegap.findings import Finding, Severity
-from kubegap.policy import (
-    EXEMPTION_PREFIX,
-    EXEMPTION_REASON,
-    INVALID_DECLARATION,
-    Policy,
-    Reference,
-    Validation,
-    param_text,
-)
+from kubegap.policy import EXEMPTION_PREFIX, Policy, Reference, Validation, param_text
 from kubegap.reports.sariflog import ReportingDescriptor
 
-INVALID_MANIFEST = "invalid-manifest"
 # Where the bundled rules are documented: policies/README.md (generated, one anchor per policy id) and the
-# README's section on unreadable input, as published for each release.
+# section on unreadable input in docs/lint.md, as published for each release.
 DOCS = "https://kubegap.dev/docs"
 POLICY_DOCS = f"{DOCS}/policies/"
-INPUT_DOCS = f"{DOCS}/#input-that-is-reported-instead-of-linted"
+INPUT_DOCS = f"{DOCS}/lint/#input-that-is-reported-instead-of-linted"
 
 # GitHub sorts and labels alerts by this CVSS-like score when a rule is tagged `security`; kubegap's rules
 # are about reliability, so the tag is not claimed and the score only orders alerts in other viewers.

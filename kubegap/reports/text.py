@@ -1,14 +1,15 @@
 """`--format text`: findings grouped by file with `file:line:col`, the object, role and container, the
-rule, the message and the fix; then one summary line."""
+rule, the message and the fix; then one summary line. An audit has its own layout (kubegap.audit.text)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import groupby
 
 from kubegap.durations import format_seconds
 from kubegap.findings import Finding, Result, Severity, Summary, WorkloadCost
+from kubegap.reports.report import Report
 
 _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # all but the newline
 
@@ -55,7 +56,17 @@ def cost_line(cost: WorkloadCost) -> str:
     return line
 
 
-def render(
+def render(report: Report) -> Iterator[str]:
+    if report.audit is not None:
+        from kubegap.audit import text as audit_text
+
+        yield from audit_text.lines(report.audit, report.cluster)
+        return
+    fixable = report.fixable() if report.fixable is not None else None
+    yield _document(list(report.findings), report.summary, report.workloads, fixable)
+
+
+def _document(
     findings: Sequence[Finding],
     summary: Summary,
     workloads: Sequence[WorkloadCost] = (),

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubegap.durations import parse_go
+from kubegap.enginerules import INVALID_MANIFEST
 from kubegap.evaluate import DeadlineExceeded, Evaluation
 from kubegap.findings import Finding, ObjectRef, Result
-from kubegap.lint import INVALID_MANIFEST
 from kubegap.webhook import messages
 from kubegap.webhook.actions import Action, OnError, WebhookConfig
 from kubegap.webhook.engines import EngineSet
-from kubegap.webhook.metrics import DURATION, ERRORS, REQUESTS, RESULTS, Metrics
+from kubegap.webhook.metrics import DURATION, ERRORS, REQUESTS, RESULTS, Metrics, kind_label
 from kubegap.webhook.review import AdmissionRequest, AdmissionResponse, AdmissionReview, BadReview, answer
 
 log = logging.getLogger(__name__)
@@ -212,7 +212,8 @@ class Reviewer:
     ) -> Outcome:
         elapsed = self._clock() - started
         gvk = request["kind"]
-        self.metrics.inc(REQUESTS, (outcome.decision, gvk["kind"], request["operation"]))
+        kind = kind_label(gvk["group"], gvk["kind"])
+        self.metrics.inc(REQUESTS, (outcome.decision, kind, request["operation"]))
         self.metrics.observe(DURATION, elapsed)
         record = {
             "uid": request["uid"],

@@ -10,19 +10,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 from kubegap.config import Settings
-from kubegap.evaluate import Evaluation, build_engine
+from kubegap.evaluate import Evaluator, build_engine
 from kubegap.webhook.actions import NamespaceRules, WebhookConfig
-
-
-class Evaluator(Protocol):
-    """What a review needs of an engine (kubegap.evaluate.Engine, or a stand-in in tests)."""
-
-    def evaluate(
-        self, obj: Mapping[str, Any], context: Any = None, deadline: float | None = None
-    ) -> Evaluation: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +22,7 @@ class EngineSet:
     default: Evaluator
     by_namespace: Mapping[str, Evaluator]
     policies: int  # loaded into the default engine
+    rules: tuple[tuple[str, str], ...] = ()  # (policy id, validation name) of the default engine, for metrics
 
     def for_namespace(self, namespace: str | None) -> Evaluator:
         return self.by_namespace.get(namespace, self.default) if namespace else self.default
@@ -61,7 +54,8 @@ def build_engines(
         if key not in engines:
             engines[key] = build(derived)
         by_namespace[namespace] = engines[key]
-    return EngineSet(default=default, by_namespace=by_namespace, policies=len(default.policies))
+    loaded = tuple((p.id, v.name) for p in default.policies for v in p.validations)
+    return EngineSet(default, by_namespace, policies=len(default.policies), rules=loaded)
 
 
 def _key(settings: Settings) -> str:

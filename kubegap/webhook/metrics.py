@@ -1,26 +1,37 @@
-"""Prometheus metrics in the text exposition format, summed across gunicorn worker processes.
+"""The webhook's Prometheus metrics, through prometheus-client.
 
-Each worker counts in memory and, when given a directory, writes its counts to `<dir>/<pid>.json` (at most
-once a second, and whenever it answers a scrape). A scrape can land on any worker, so that worker adds up
-every file. Files of exited workers stay: their counts keep counters monotonic, as Prometheus expects.
-Gauges are the answering worker's own values (every worker loads the same policies).
+Under `kubegap serve` the client runs in its multiprocess mode: each process writes its values to
+memory-mapped files in a private directory (PROMETHEUS_MULTIPROC_DIR, which serve sets before the client is
+first imported), and a scrape, whichever worker answers it, adds up every file at that moment, so no
+worker's counts lag. The gunicorn master starts the known series at zero before it forks. Files of exited
+workers stay, so counters never go down; gauges are `livemax`, the highest value among live processes.
+Without a directory (tests, in-process use) the values are this process's own.
+https://prometheus.github.io/client_python/multiprocess/
 """
 
 from __future__ import annotations
 
-import json
-import logging
-import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-log = logging.getLogger(__name__)
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, values
+from prometheus_client.metrics import disable_created_metrics
+from prometheus_client.multiprocess import MultiProcessCollector
+
+from kubegap.findings import Result
+
+# A `_created` series per counter child doubles the series and tells nothing a restart count does not.
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 Labels = tuple[str, ...]
 BUCKETS: tuple[float, ...] = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+DECISIONS = ("allowed", "warned", "denied", "skipped")
+OPERATIONS = ("CREATE", "UPDATE")  # the operations the chart's webhook configuration sends
+BAD_REASONS = ("malformed", "content-type", "too-large", "timeout")
+CAUSES = ("error", "deadline", "internal")
+OUTCOMES = ("allowed", "denied")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +45,8 @@ class Family:
 REQUESTS = Family(
     "kubegap_webhook_requests_total",
     "counter",
-    "Admission reviews answered, by decision (allowed, warned, denied, skipped = not evaluated) and kind.",
+    "Admission reviews answered, by decision (allowed, warned, denied, skipped = not evaluated), kind "
+    "(Kind.group, e.g. Job.batch or Job.batch.volcano.sh; Pod for the core group) and operation.",
     ("decision", "kind", "operation"),
 )
 BAD_REQUESTS = Family(
@@ -67,141 +79,96 @@ CERT_RELOADS = Family(
     "counter",
     "Certificate and key files picked up after a change.",
 )
+BUILD_INFO = Family(
+    "kubegap_build_info",
+    "gauge",
+    "Always 1: the kubegap version and the digest of the policy set it serves (as `kubegap version` prints).",
+    ("version", "policySet"),
+)
 FAMILIES: tuple[Family, ...] = (
-    REQUESTS, BAD_REQUESTS, ERRORS, RESULTS, DURATION, POLICIES, CONFIG_ERRORS, CERT_RELOADS,
+    REQUESTS, BAD_REQUESTS, ERRORS, RESULTS, DURATION, POLICIES, CONFIG_ERRORS, CERT_RELOADS, BUILD_INFO,
 )  # fmt: skip
 
-_Series = dict[
-    str, dict[Labels, list[float]]
-]  # family name -> label values -> value (histogram: buckets, sum, n)
+
+def kind_label(group: str, kind: str) -> str:
+    """`Job.batch`, `Job.batch.volcano.sh`, `Pod`: the kind alone cannot tell same-named kinds apart."""
+    return f"{kind}.{group}" if group else kind
+
+
+def multiprocess() -> bool:
+    """Whether prometheus-client chose its multiprocess mode (it decides once, when first imported)."""
+    return values.ValueClass is not values.MutexValue
 
 
 class Metrics:
-    def __init__(self, directory: str | None = None, worker: str | None = None) -> None:
-        self._directory = Path(directory) if directory else None
-        self._worker = worker  # the snapshot's file name; the pid (read after fork) when None
+    def __init__(self, directory: str | None = None) -> None:
+        """`directory`: the PROMETHEUS_MULTIPROC_DIR whose files a scrape adds up (None: this process)."""
+        if directory is not None and not multiprocess():
+            raise RuntimeError("prometheus-client was imported before PROMETHEUS_MULTIPROC_DIR was set")
+        self._directory = directory
+        self._registry = CollectorRegistry()
+        self._metrics = {f.name: _metric(f, self._registry) for f in FAMILIES}
+        self._children: dict[tuple[str, Labels], Any] = {}
         self._lock = threading.Lock()
-        self._series: _Series = {f.name: {} for f in FAMILIES}
-        self._dirty = False
-        self._flusher: threading.Thread | None = None
-        self._stop = threading.Event()
 
     def inc(self, family: Family, labels: Labels = (), amount: float = 1.0) -> None:
-        with self._lock:
-            values = self._series[family.name].setdefault(labels, [0.0])
-            values[0] += amount
-            self._dirty = True
+        self._child(family, labels).inc(amount)
 
     def set(self, family: Family, value: float, labels: Labels = ()) -> None:
-        with self._lock:
-            self._series[family.name][labels] = [value]
+        self._child(family, labels).set(value)
 
     def observe(self, family: Family, seconds: float, labels: Labels = ()) -> None:
-        with self._lock:
-            values = self._series[family.name].setdefault(labels, [0.0] * (len(BUCKETS) + 2))
-            for index, bound in enumerate(BUCKETS):
-                if seconds <= bound:
-                    values[index] += 1
-            values[-2] += seconds
-            values[-1] += 1
-            self._dirty = True
+        self._child(family, labels).observe(seconds)
+
+    def start_at_zero(self, kinds: Iterable[tuple[str, str]], rules: Iterable[tuple[str, str]]) -> None:
+        """Create the series that reviews can reach, at 0, so that rates and alerts see them from the
+        start: every (group, kind) reviewed, every (policy, rule) loaded, and the fixed reasons and causes."""
+        seeds: list[tuple[Family, Labels]] = [
+            (REQUESTS, (decision, kind_label(group, kind), operation))
+            for group, kind in kinds
+            for decision in DECISIONS
+            for operation in OPERATIONS
+        ]
+        seeds += [(RESULTS, (p, r, result.value)) for p, r in rules for result in Result]
+        seeds += [(ERRORS, (cause, outcome)) for cause in CAUSES for outcome in OUTCOMES]
+        seeds += [(BAD_REQUESTS, (reason,)) for reason in BAD_REASONS]
+        seeds.append((CONFIG_ERRORS, ("tls",)))
+        for family, labels in seeds:
+            self._child(family, labels)
+
+    def after_fork(self) -> None:
+        """In a new worker: the client moves every series to this process's files on its first read or
+        write after a fork (11 ms for the bundled policies); do it now rather than inside the first review."""
+        self.value(POLICIES)
 
     def value(self, family: Family, labels: Labels = ()) -> float:
         """This process's count (a histogram's: its observations); for tests and health checks."""
-        with self._lock:
-            values = self._series[family.name].get(labels)
-        return values[-1] if values else 0.0
-
-    def start_flusher(self, interval: float = 1.0) -> None:
-        """Write this worker's counts to the shared directory in the background (call after fork)."""
-        if self._directory is None or self._flusher is not None:
-            return
-        self._flusher = threading.Thread(
-            target=self._flush_loop, args=(interval,), name="metrics", daemon=True
-        )
-        self._flusher.start()
-
-    def _flush_loop(self, interval: float) -> None:
-        while not self._stop.wait(interval):
-            if self._dirty:
-                self.flush()
-
-    def flush(self) -> None:
-        if self._directory is None:
-            return
-        with self._lock:
-            snapshot = {
-                name: [[list(k), v] for k, v in series.items()] for name, series in self._series.items()
-            }
-            self._dirty = False
-        target = self._directory / f"{self._worker or os.getpid()}.json"
-        temporary = target.with_suffix(".tmp")
-        try:
-            temporary.write_text(json.dumps(snapshot), "utf-8")
-            temporary.replace(target)
-        except OSError as err:
-            log.warning("cannot write metrics snapshot %s: %s", target, err)
+        sample = family.name + ("_count" if family.kind == "histogram" else "")
+        found = self._registry.get_sample_value(sample, dict(zip(family.labels, labels, strict=True)))
+        return found or 0.0
 
     def render(self) -> str:
-        """The exposition text: counters and histograms summed over all workers, gauges of this one."""
-        self.flush()
-        with self._lock:
-            own = {name: {k: list(v) for k, v in series.items()} for name, series in self._series.items()}
-        merged = self._merged() if self._directory else own
-        for family in FAMILIES:
-            if family.kind == "gauge":
-                merged[family.name] = own[family.name]
-        return "".join(_render_family(f, merged.get(f.name, {})) for f in FAMILIES)
+        """The exposition text: every process's values added up, or this process's without a directory."""
+        registry = self._registry
+        if self._directory is not None:
+            registry = CollectorRegistry()
+            MultiProcessCollector(registry, path=self._directory)  # type: ignore[no-untyped-call]
+        return generate_latest(registry).decode()
 
-    def _merged(self) -> _Series:
-        assert self._directory is not None
-        total: _Series = {f.name: {} for f in FAMILIES}
-        for path in sorted(self._directory.glob("*.json")):
-            try:
-                snapshot = json.loads(path.read_text("utf-8"))
-            except (OSError, ValueError) as err:
-                log.warning("skipping unreadable metrics snapshot %s: %s", path, err)
-                continue
-            for name, series in snapshot.items():
-                if name in total:
-                    _add(total[name], series)
-        return total
+    def _child(self, family: Family, labels: Labels) -> Any:
+        key = (family.name, labels)
+        child = self._children.get(key)
+        if child is None:
+            with self._lock:
+                metric = self._metrics[family.name]
+                child = self._children[key] = metric.labels(*labels) if family.labels else metric
+        return child
 
 
-def _add(into: dict[Labels, list[float]], series: Sequence[Sequence[object]]) -> None:
-    for labels, values in series:
-        assert isinstance(labels, list) and isinstance(values, list)
-        key = tuple(str(v) for v in labels)
-        current = into.setdefault(key, [0.0] * len(values))
-        for index, number in enumerate(values):
-            current[index] += float(number)
-
-
-def _render_family(family: Family, series: Mapping[Labels, list[float]]) -> str:
-    lines = [f"# HELP {family.name} {family.help}", f"# TYPE {family.name} {family.kind}"]
-    if not family.labels and not series:
-        # An unlabelled family is always shown, from zero, so that dashboards need no special case.
-        series = {(): [0.0] * (len(BUCKETS) + 2 if family.kind == "histogram" else 1)}
-    for labels in sorted(series):
-        values = series[labels]
-        pairs = list(zip(family.labels, labels, strict=True))
-        if family.kind != "histogram":
-            lines.append(f"{family.name}{_labels(pairs)} {_number(values[0])}")
-            continue
-        for bound, count in zip(BUCKETS, values, strict=False):
-            lines.append(f"{family.name}_bucket{_labels([*pairs, ('le', repr(bound))])} {_number(count)}")
-        lines.append(f"{family.name}_bucket{_labels([*pairs, ('le', '+Inf')])} {_number(values[-1])}")
-        lines.append(f"{family.name}_sum{_labels(pairs)} {_number(values[-2])}")
-        lines.append(f"{family.name}_count{_labels(pairs)} {_number(values[-1])}")
-    return "\n".join(lines) + "\n"
-
-
-def _labels(pairs: Sequence[tuple[str, str]]) -> str:
-    if not pairs:
-        return ""
-    escaped = (v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") for _, v in pairs)
-    return "{" + ",".join(f'{k}="{v}"' for (k, _), v in zip(pairs, escaped, strict=True)) + "}"
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else repr(value)
+def _metric(family: Family, registry: CollectorRegistry) -> Any:
+    common: dict[str, Any] = {"labelnames": family.labels, "registry": registry}
+    if family.kind == "counter":
+        return Counter(family.name, family.help, **common)
+    if family.kind == "histogram":
+        return Histogram(family.name, family.help, buckets=BUCKETS, **common)
+    return Gauge(family.name, family.help, multiprocess_mode="livemax", **common)

@@ -7,29 +7,36 @@ as the API server holds idle ones, took every thread and stalled all reviews. Co
 the sync worker's handshake per review costs about a ninth of the throughput (research:
 dependencies-and-speed.md §6). Policies are compiled once in the master before the workers fork, so a bad
 policy or config stops the start with exit code 2 instead of a crash loop of workers, and workers share
-the compiled programs.
+the compiled programs. Metrics are prometheus-client's multiprocess files in a private directory (see
+kubegap.webhook.metrics); gunicorn's own log lines are JSON like kubegap's (kubegap.webhook.serverlog).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import math
+import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from gunicorn.app.base import BaseApplication  # type: ignore[import-untyped]
 
 from kubegap.errors import KubegapError
 from kubegap.options import add_engine_arguments, settings_from_args
-from kubegap.webhook import jsonlog
-from kubegap.webhook.app import ServerState, WebhookApp, create_app
-from kubegap.webhook.metrics import CERT_RELOADS, CONFIG_ERRORS, Metrics
+from kubegap.webhook import jsonlog, scrape
+from kubegap.webhook.serverlog import JsonLogger
 from kubegap.webhook.tls import CertificateFiles
 from kubegap.webhook.worker import Worker
+
+if TYPE_CHECKING:  # imported by run(), after PROMETHEUS_MULTIPROC_DIR is set
+    from kubegap.webhook.app import ServerState, WebhookApp
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +46,8 @@ KEEPALIVE_SECONDS = 120
 # Left for in-flight reviews after the drain; with the default drain this stays under Kubernetes'
 # default terminationGracePeriodSeconds of 30.
 FINISH_SECONDS = 20
+# prometheus-client reads it when first imported, and chooses its multiprocess mode then.
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,46 +65,105 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=5.0,
         help="after SIGTERM, keep serving (with /readyz failing) this long before stopping (default 5)",
     )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=0,
+        help="also serve GET /metrics (only) over plain HTTP on this port, for a Prometheus without the "
+        "webhook's CA (default 0: off; /metrics is always served on the TLS port)",
+    )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.add_argument(
+        "--access-log", action="store_true", help="log every HTTP request (JSON, on stderr), probes included"
+    )
     add_engine_arguments(parser, fail_on=False)  # a webhook exits on signals, not on findings
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.metrics_port and args.metrics_port == args.port:
+        print(
+            f"kubegap serve: --metrics-port {args.metrics_port} is the TLS port: give it another",
+            file=sys.stderr,
+        )
+        return 2
     jsonlog.configure(args.log_level)
-    metrics_dir = tempfile.mkdtemp(prefix="kubegap-metrics-")
+    with _metrics_directory() as metrics_dir:
+        return _start(args, metrics_dir)
+
+
+@contextlib.contextmanager
+def _metrics_directory() -> Iterator[str]:
+    """A new, empty directory for prometheus-client's files, private to this server and removed when it
+    stops, so that no count of an earlier run is ever added in."""
+    path = tempfile.mkdtemp(prefix="kubegap-metrics-")
+    previous = os.environ.get(MULTIPROC_ENV)
+    os.environ[MULTIPROC_ENV] = path
     try:
-        try:
-            state = ServerState(metrics=Metrics(metrics_dir))
-            files = CertificateFiles(
-                args.cert,
-                args.key,
-                on_reload=lambda: state.metrics.inc(CERT_RELOADS),
-                on_error=lambda _err: state.metrics.inc(CONFIG_ERRORS, ("tls",)),
-            )
-            app = create_app(settings_from_args(args), state=state, threads=args.threads)
-        except KubegapError as err:
-            print(f"kubegap serve: {err}", file=sys.stderr)
-            return 2
-        server = _Server(app, _options(args, files, state))
-        try:
-            server.run()
-        except SystemExit as stop:  # gunicorn's arbiter leaves by sys.exit
-            return stop.code if isinstance(stop.code, int) else 3
-        return 0
+        yield path
     finally:
-        shutil.rmtree(metrics_dir, ignore_errors=True)
+        shutil.rmtree(path, ignore_errors=True)
+        if previous is None:
+            os.environ.pop(MULTIPROC_ENV, None)
+        else:
+            os.environ[MULTIPROC_ENV] = previous
 
 
-def _options(args: argparse.Namespace, files: CertificateFiles, state: ServerState) -> dict[str, Any]:
+def _start(args: argparse.Namespace, metrics_dir: str) -> int:
+    from kubegap.webhook.app import ServerState, create_app
+    from kubegap.webhook.metrics import CERT_RELOADS, CONFIG_ERRORS, Metrics
+
+    try:
+        state = ServerState(metrics=Metrics(metrics_dir))
+        files = CertificateFiles(
+            args.cert,
+            args.key,
+            on_reload=lambda: state.metrics.inc(CERT_RELOADS),
+            on_error=lambda _err: state.metrics.inc(CONFIG_ERRORS, ("tls",)),
+        )
+        app = create_app(settings_from_args(args), state=state, threads=args.threads)
+        scraped = scrape.listen(args.bind, args.metrics_port) if args.metrics_port else None
+    except KubegapError as err:
+        print(f"kubegap serve: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # the metrics port is taken or not ours to bind
+        print(f"kubegap serve: cannot listen on --metrics-port {args.metrics_port}: {err}", file=sys.stderr)
+        return 2
+    server = _Server(app, _options(args, files, state, metrics_dir, scraped))
+    try:
+        server.run()
+    except SystemExit as stop:  # gunicorn's arbiter leaves by sys.exit
+        return stop.code if isinstance(stop.code, int) else 3
+    finally:
+        if scraped is not None:
+            scraped.close()
+    return 0
+
+
+def _options(
+    args: argparse.Namespace,
+    files: CertificateFiles,
+    state: ServerState,
+    metrics_dir: str,
+    scraped: socket.socket | None = None,
+) -> dict[str, Any]:
     host = f"[{args.bind}]" if ":" in args.bind else args.bind
     drain = max(args.drain_seconds, 0.0)
+    tasks: list[Any] = []  # held, so that the scrape listener's task is not collected
 
     def ssl_context(_conf: Any, _default_factory: Any) -> Any:
         return files.current()
 
     def post_worker_init(worker: Any) -> None:
-        state.metrics.start_flusher()
+        state.metrics.after_fork()
         worker.loop.add_signal_handler(signal.SIGTERM, _drain_handler(worker, state, drain))
+        if scraped is not None:  # cancelled with the worker's other tasks when it stops
+            tasks.append(worker.loop.create_task(scrape.serve(scraped, state.metrics.render)))
+
+    def child_exit(_server: Any, worker: Any) -> None:
+        from prometheus_client import multiprocess
+
+        # Its live gauges leave the sum; its counters stay, so that totals never go down.
+        multiprocess.mark_process_dead(worker.pid, metrics_dir)  # type: ignore[no-untyped-call]
 
     return {
         "bind": [f"{host}:{args.port}"],
@@ -109,7 +177,9 @@ def _options(args: argparse.Namespace, files: CertificateFiles, state: ServerSta
         "graceful_timeout": math.ceil(drain) + FINISH_SECONDS,
         "preload_app": True,
         "post_worker_init": post_worker_init,
-        "accesslog": None,
+        "child_exit": child_exit,
+        "logger_class": JsonLogger,
+        "accesslog": "-" if args.access_log else None,
         "errorlog": "-",
         "loglevel": args.log_level,
         "proc_name": "kubegap-webhook",

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubegap.workloads import kind_info
+from kubegap.kinds import kind_info
 from tests.support.apiserver import ApiServer
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,11 +6,15 @@ import json
 from pathlib import Path
 from xml.etree import ElementTree
 
+import jsonschema
 import pytest
+import yaml
 
 from tests.audit.invoke import run
 from tests.audit.objects import node, pytorchjob
 from tests.support.apiserver import ApiServer
+
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def test_outputs_are_written_beside_stdout(
@@ -47,3 +51,16 @@ def test_an_unwritable_output_exits_2_and_still_prints_the_report(
     assert code == 2
     assert out.startswith("kubegap audit of https://127.0.0.1:")
     assert f"--output json={blocker / 'a.json'}" in err
+
+
+def test_policyreports_are_what_the_crd_accepts(
+    capsys: pytest.CaptureFixture[str], apiserver: ApiServer, kubeconfig: Path
+) -> None:
+    schema = yaml.safe_load((DATA / "policyreport" / "schema.yaml").read_text("utf-8"))
+    apiserver.load([pytorchjob("job", namespace="ml"), node("gpu-0", allocatable=7)])
+    code, out, _ = run(capsys, "--kubeconfig", str(kubeconfig), "-o", "policyreport")
+    assert code == 1
+    docs = [d for d in yaml.safe_load_all(out) if d]
+    assert {d["kind"] for d in docs} == {"PolicyReport", "ClusterPolicyReport"}
+    for doc in docs:
+        jsonschema.validate(doc, schema, cls=jsonschema.Draft202012Validator)

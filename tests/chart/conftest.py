@@ -21,6 +21,14 @@ BAD_VALUES: dict[str, tuple[dict[str, Any], str]] = {
     "action": ({"webhook": {"actions": {"nccl-timeout": ["Reject"]}}}, "actions"),
     "schedule": ({"audit": {"schedule": "hourly"}}, "schedule"),
     "digest": ({"image": {"digest": "latest"}}, "digest"),
+    "metrics-port-is-the-webhook-s": ({"metrics": {"port": 8443}}, "port"),
+    "metrics-port-privileged": ({"metrics": {"port": 80}}, "port"),
+    "scrape-interval": ({"metrics": {"serviceMonitor": {"interval": "often"}}}, "interval"),
+}
+
+# A ServiceMonitor picked up by a Prometheus that selects on a `release` label, scraping every 15 s.
+SERVICE_MONITOR: dict[str, Any] = {
+    "metrics": {"serviceMonitor": {"enabled": True, "interval": "15s", "labels": {"release": "prom"}}}
 }
 
 # Everything optional switched on at once, to check the parts the scenario files leave off.
@@ -30,6 +38,11 @@ EXTRAS: dict[str, Any] = {
         "namespaceSelectorExpressions": [{"key": "team", "operator": "Exists"}],
         "skipControllerOwned": False,
         "networkPolicy": {"enabled": True, "denyEgress": False},
+    },
+    "metrics": {
+        "networkPolicyFrom": [
+            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+        ]
     },
     "certificates": {
         "certManager": {"enabled": True, "issuerRef": {"name": "corp-ca", "kind": "ClusterIssuer"}}
@@ -53,6 +66,20 @@ def _jobs() -> list[dict[str, Any]]:
         {"name": "uninstall", "steps": [{"action": "install", "values": defaults}, {"action": "uninstall"}]},
         {"name": "kube-1.27", "kubeVersion": "v1.27.9", "steps": [{"action": "install", "values": defaults}]},
         {"name": "extras", "certManager": True, "steps": [{"action": "install", "values": EXTRAS}]},
+        {
+            "name": "service-monitor",
+            "prometheusOperator": True,
+            "steps": [{"action": "install", "values": SERVICE_MONITOR}],
+        },
+        {"name": "service-monitor-without-crd", "steps": [{"action": "install", "values": SERVICE_MONITOR}]},
+        {
+            "name": "service-monitor-without-port",
+            "prometheusOperator": True,
+            "steps": [
+                {"action": "install", "values": {"metrics": {"port": 0, "serviceMonitor": {"enabled": True}}}}
+            ],
+        },
+        {"name": "metrics-port-off", "steps": [{"action": "install", "values": {"metrics": {"port": 0}}}]},
         # Nothing may assume the release is called kubegap or lives in namespace kubegap.
         {"name": "elsewhere", "namespace": "gpu-guard", "release": "guard", "steps": [{"action": "install"}]},
         {

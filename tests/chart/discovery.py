@@ -52,6 +52,9 @@ CERT_MANAGER_RESOURCES: tuple[Resource, ...] = (
     Resource("cert-manager.io", "v1", "Issuer", "issuers", True),
     Resource("cert-manager.io", "v1", "Certificate", "certificates", True),
 )
+PROMETHEUS_OPERATOR_RESOURCES: tuple[Resource, ...] = (
+    Resource("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors", True),
+)
 
 _VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 

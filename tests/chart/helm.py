@@ -98,12 +98,16 @@ class Step:
     notes: str
     error: str | None
     parsed: tuple[dict[str, Any], ...]
+    hooks: tuple[dict[str, Any], ...] = ()  # hook objects (e.g. `helm test` pods), kept out of `objects`
 
     @classmethod
     def of(cls, raw: Mapping[str, Any]) -> Step:
         manifest = raw.get("manifest", "")
         parsed = tuple(doc for doc in yaml.load_all(manifest, Loader=_Loader) if doc)
-        return cls(raw["action"], manifest, raw.get("notes", ""), raw.get("error"), parsed)
+        hooks = tuple(
+            doc for text in raw.get("hooks", []) for doc in yaml.load_all(text, Loader=_Loader) if doc
+        )
+        return cls(raw["action"], manifest, raw.get("notes", ""), raw.get("error"), parsed, hooks)
 
     @property
     def objects(self) -> list[dict[str, Any]]:

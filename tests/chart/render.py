@@ -4,7 +4,7 @@ Reads a JSON request on stdin and prints a JSON answer on stdout:
 
     {"chart": "charts/kubegap", "lint": true,
      "jobs": [{"name": "defaults", "namespace": "kubegap", "release": "kubegap", "kubeVersion": "v1.33.0",
-               "certManager": false,
+               "certManager": false, "prometheusOperator": false,
                "steps": [{"action": "install", "values": {...}},
                          {"action": "patch", "path": "/api/v1/namespaces/kubegap/secrets/x", "merge": {...}},
                          {"action": "upgrade", "values": {...}}, {"action": "uninstall"}]}]}
@@ -50,13 +50,21 @@ def _release_step(config: Any, chart: str, release: str, step: dict[str, Any]) -
     except helm_sdkpy.HelmError as exc:
         return {"action": step["action"], "error": str(exc)}
     info = result.get("info") or {}
-    return {"action": step["action"], "manifest": result.get("manifest", ""), "notes": info.get("notes", "")}
+    hooks = [hook.get("manifest", "") for hook in result.get("hooks") or []]
+    return {
+        "action": step["action"],
+        "manifest": result.get("manifest", ""),
+        "notes": info.get("notes", ""),
+        "hooks": hooks,
+    }
 
 
 def _job(chart: str, job: dict[str, Any]) -> dict[str, Any]:
     namespace = job.get("namespace", "kubegap")
     sink = SinkAPIServer(
-        kube_version=job.get("kubeVersion", "v1.33.0"), cert_manager=job.get("certManager", False)
+        kube_version=job.get("kubeVersion", "v1.33.0"),
+        cert_manager=job.get("certManager", False),
+        prometheus_operator=job.get("prometheusOperator", False),
     )
     try:
         config = helm_sdkpy.Configuration(namespace=namespace, kubeconfig=sink.kubeconfig(namespace))

@@ -18,7 +18,13 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .discovery import BUILTIN_RESOURCES, CERT_MANAGER_RESOURCES, Resource, document
+from .discovery import (
+    BUILTIN_RESOURCES,
+    CERT_MANAGER_RESOURCES,
+    PROMETHEUS_OPERATOR_RESOURCES,
+    Resource,
+    document,
+)
 from .protowire import ProtobufError, decode
 
 
@@ -257,8 +263,11 @@ current-context: sink
 class SinkAPIServer:
     """Serve on 127.0.0.1 (plain HTTP: nothing leaves the loopback) until `close()`."""
 
-    def __init__(self, *, kube_version: str = "v1.33.0", cert_manager: bool = False) -> None:
+    def __init__(
+        self, *, kube_version: str = "v1.33.0", cert_manager: bool = False, prometheus_operator: bool = False
+    ) -> None:
         resources = BUILTIN_RESOURCES + (CERT_MANAGER_RESOURCES if cert_manager else ())
+        resources += PROMETHEUS_OPERATOR_RESOURCES if prometheus_operator else ()
         self._state = _State(resources, kube_version)
         self._server = _Server(self._state)
         # A short poll interval: shutdown() waits for the serving loop to notice it.

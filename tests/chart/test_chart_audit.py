@@ -10,7 +10,7 @@ import yaml
 
 from chart.helm import Job, Step, pod_specs, scenario_names, scenario_values
 from kubegap.audit import rbac
-from kubegap.workloads import SUPPORTED_KINDS
+from kubegap.kinds import SUPPORTED_KINDS
 
 READ = {"get", "list", "watch"}
 WRITE = {"create", "update", "patch", "delete", "deletecollection", "bind", "escalate", "impersonate"}

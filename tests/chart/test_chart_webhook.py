@@ -10,8 +10,8 @@ import celpy
 import pytest
 
 from chart.helm import Job, Step
+from kubegap.kinds import SUPPORTED_KINDS
 from kubegap.webhook import serve
-from kubegap.workloads import SUPPORTED_KINDS
 
 WITH_WEBHOOK = ["defaults", "cert-manager", "enforce"]
 
@@ -138,8 +138,8 @@ def test_service_reference_reaches_the_webhook_container(jobs: Mapping[str, Job]
     ref = _webhook(step)["clientConfig"]["service"]
     service = step.one("Service")
     assert (ref["name"], ref["namespace"]) == (service["metadata"]["name"], service["metadata"]["namespace"])
-    (port,) = service["spec"]["ports"]
-    assert port["port"] == ref["port"] == 443
+    (port,) = [p for p in service["spec"]["ports"] if p["port"] == ref["port"]]  # the other is metrics
+    assert port["port"] == 443 and port["name"] == "https"
     assert _selects(service["spec"]["selector"], _pod_labels(step))
     (container,) = step.one("Deployment")["spec"]["template"]["spec"]["containers"]
     named = {p["name"]: p["containerPort"] for p in container["ports"]}
@@ -191,6 +191,7 @@ def test_container_runs_the_documented_serve_command(jobs: Mapping[str, Job]) ->
         "--config=/etc/kubegap/config.yaml",
         "--workers=2",
         "--threads=4",
+        "--metrics-port=8080",
     ]
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "https", "scheme": "HTTPS"}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "https", "scheme": "HTTPS"}
@@ -238,15 +239,16 @@ def test_config_changes_roll_the_pods(jobs: Mapping[str, Job]) -> None:
     assert checksum("scenario:defaults") != checksum("scenario:enforce")
 
 
-def test_network_policy_admits_only_the_webhook_port(jobs: Mapping[str, Job]) -> None:
+def test_network_policy_admits_only_the_webhook_and_metrics_ports(jobs: Mapping[str, Job]) -> None:
     step = jobs["scenario:enforce"].last
     policy = step.one("NetworkPolicy")["spec"]
     assert _selects(policy["podSelector"]["matchLabels"], _pod_labels(step))
     assert policy["policyTypes"] == ["Ingress", "Egress"]
     assert policy["egress"] == []
-    (rule,) = policy["ingress"]
+    rule, metrics = policy["ingress"]
     assert rule["ports"] == [{"port": 8443, "protocol": "TCP"}]
     assert rule["from"] == [{"ipBlock": {"cidr": "10.0.0.0/8"}}]
+    assert metrics == {"ports": [{"port": 8080, "protocol": "TCP"}]}  # metrics.networkPolicyFrom: any
     assert jobs["scenario:defaults"].last.find("NetworkPolicy") == []
     open_policy = jobs["extras"].last.one("NetworkPolicy")["spec"]
     assert open_policy["policyTypes"] == ["Ingress"] and "from" not in open_policy["ingress"][0]

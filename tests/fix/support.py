@@ -26,7 +26,7 @@ def engine(*policies: str, params: Mapping[str, Mapping[str, Any]] | None = None
 
 def fix(data: bytes | str, the_engine: Engine, name: str = "manifest.yaml") -> Fixed:
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    known = lint.configmaps_of(manifests.Reader().read_bytes(raw, name))
+    known = manifests.configmaps_of(manifests.Reader().read_bytes(raw, name))
     return fix_bytes(raw, name, Scope(the_engine, known, lambda finding: True))
 
 

@@ -131,8 +131,9 @@ def test_lint_text_output_says_how_many_findings_fix_can_fix(
     lines = out.rstrip("\n").splitlines()
     assert lines[-2] == (
         "kubegap fix can fix 2 of these finding(s): run `kubegap fix PATH…` to see the diff"
-    )  # the collective timeout and the liveness probe; the NIC and checkpoint findings need a person
-    assert lines[-1].startswith("1 object(s) checked: 7 finding(s)")  # 2 of checkpoint-recovery
+    )  # the collective timeout and the liveness probe; the NIC, checkpoint, flight-recorder and
+    # disruption findings need a person
+    assert lines[-1].startswith("1 object(s) checked: 9 finding(s)")  # 2 of checkpoint-recovery
     assert cli.main(["fix", "--write", BOUND, str(job)]) == 0
     capsys.readouterr()
     cli.main(["lint", "--jobs", "1", BOUND, str(job)])
@@ -141,12 +142,12 @@ def test_lint_text_output_says_how_many_findings_fix_can_fix(
     assert "kubegap fix" not in capsys.readouterr().out
 
 
-def test_the_readme_diff_is_what_kubegap_fix_prints(
+def test_the_documented_diff_is_what_kubegap_fix_prints(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    readme = (Path(__file__).parent.parent.parent / "README.md").read_text("utf-8")
+    page = (Path(__file__).parent.parent.parent / "docs" / "fix.md").read_text("utf-8")
     command = "kubegap fix --set nccl-timeout.maxCollectiveTimeout=20m llama3-8b-sft.yaml"
-    shown = readme.split(f"$ {command}\n", 1)[1].split("```", 1)[0]
+    shown = page.split(f"$ {command}\n", 1)[1].split("```", 1)[0]
     shutil.copy(MANIFESTS / "pytorchjob-llama-sft.yaml", tmp_path / "llama3-8b-sft.yaml")
     monkeypatch.chdir(tmp_path)
     assert cli.main(command.split()[1:]) == 1

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kubegap import testing
-from kubegap.policy import INVALID_DECLARATION
+from kubegap.enginerules import INVALID_DECLARATION
 from tests.fix.support import engine, failing, fix, identity
 
 ROOT = Path(str(files("kubegap.policies")))

@@ -9,7 +9,7 @@ import pytest
 
 from kubegap import cli
 from kubegap.findings import Finding, ObjectRef, Result, Severity
-from kubegap.reports import codequality, github
+from tests.support.reports import rendered
 
 REF = ObjectRef("batch/v1", "Job", "ml", "train")
 
@@ -23,13 +23,14 @@ def _finding(result: Result = Result.FAIL, severity: Severity = Severity.HIGH, *
 
 
 def test_github_annotations_escape_and_map_severity() -> None:
-    lines = github.render(
+    lines = rendered(
+        "github",
         [
             _finding(),
             _finding(severity=Severity.MEDIUM),
             _finding(severity=Severity.LOW),
             _finding(Result.SKIP),
-        ]
+        ],
     ).splitlines()
     assert [line.split(" ", 1)[0] for line in lines] == ["::error", "::warning", "::notice"]  # skip left out
     assert lines[0] == (
@@ -41,14 +42,14 @@ def test_github_annotations_escape_and_map_severity() -> None:
 
 def test_github_paths_are_relative_and_stdin_has_no_file(tmp_path: Path) -> None:
     inside = _finding(file=str(tmp_path / "deploy" / "job.yaml"))
-    assert "file=deploy/job.yaml," in github.render([inside], base_dir=str(tmp_path))
-    stdin = github.render([_finding(file="<stdin>")])
+    assert "file=deploy/job.yaml," in rendered("github", [inside], base_dir=str(tmp_path))
+    stdin = rendered("github", [_finding(file="<stdin>")])
     assert "file=" not in stdin and stdin.startswith("::error title=kubegap")
 
 
 def test_codequality_issues_have_gitlab_fields_and_leave_out_suppressed() -> None:
     issues = json.loads(
-        codequality.render([_finding(), _finding(Result.SKIP), _finding(severity=Severity.CRITICAL)])
+        rendered("codequality", [_finding(), _finding(Result.SKIP), _finding(severity=Severity.CRITICAL)])
     )
     assert len(issues) == 2
     first = issues[0]
@@ -60,7 +61,9 @@ def test_codequality_issues_have_gitlab_fields_and_leave_out_suppressed() -> Non
     assert "Fix: Lower it, to 30m." in first["description"]
     assert len(first["fingerprint"]) == 64
     moved = _finding().located("deploy/job.yaml", 0, 40, 1)
-    assert json.loads(codequality.render([moved]))[0]["fingerprint"] == first["fingerprint"]  # lines move
+    assert (
+        json.loads(rendered("codequality", [moved]))[0]["fingerprint"] == first["fingerprint"]
+    )  # lines move
 
 
 def test_lint_writes_both_formats(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

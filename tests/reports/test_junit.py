@@ -12,8 +12,8 @@ import pytest
 
 from kubegap.evaluate import Engine
 from kubegap.findings import Finding, ObjectRef, Result, Severity
-from kubegap.reports import junit
 from tests.reports.sample import Sample
+from tests.support.reports import rendered
 
 REF = ObjectRef("batch/v1", "Job", "vision", "finetune")
 COUNTS = ("tests", "failures", "errors", "skipped")
@@ -40,7 +40,7 @@ def finding(**changes: Any) -> Finding:
 
 
 def parse(results: list[Finding], engine: Engine) -> ET.Element:
-    return ET.fromstring(junit.render(results, engine.policies).encode("utf-8"))
+    return ET.fromstring(rendered("junit", results, policies=engine.policies).encode("utf-8"))
 
 
 def counts(element: ET.Element) -> dict[str, int]:
@@ -179,7 +179,7 @@ def test_audit_results_have_no_file(engine: Engine) -> None:
 
 def test_characters_xml_cannot_carry_are_escaped(engine: Engine) -> None:
     odd = finding(message="bad \x00\x07\x1b value \ud800 <&>\"'", object=replace(REF, name="a\x01b"))
-    text = junit.render([odd], engine.policies)
+    text = rendered("junit", [odd], policies=engine.policies)
     root = ET.fromstring(text.encode("utf-8"))
     failure = root.find(".//failure")
     assert failure is not None

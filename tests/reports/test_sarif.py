@@ -17,6 +17,7 @@ from kubegap.evaluate import Engine
 from kubegap.findings import Finding, ObjectRef, Result, Severity
 from kubegap.reports import sarif
 from tests.reports.sample import Sample
+from tests.support.reports import rendered
 
 SCHEMA_FILE = Path(__file__).resolve().parents[1] / "data" / "sarif" / "sarif-schema-2.1.0.json"
 REF = ObjectRef("kubeflow.org/v1", "PyTorchJob", "llm", "pretrain")
@@ -52,7 +53,7 @@ def validator() -> jsonschema.protocols.Validator:
 
 
 def log_of(results: list[Finding], engine: Engine, **options: Any) -> dict[str, Any]:
-    text = sarif.render(results, engine.policies, "9.9.9", **options)
+    text = rendered("sarif", results, policies=engine.policies, tool_version="9.9.9", **options)
     document: dict[str, Any] = json.loads(text)
     return document
 
@@ -288,12 +289,12 @@ def test_output_does_not_depend_on_input_order(sample: Sample) -> None:
     shuffled = results[:]
     random.Random(7).shuffle(shuffled)
     policies = sample.engine.policies
-    assert sarif.render(shuffled, policies, "1") == sarif.render(results, policies, "1")
+    assert rendered("sarif", shuffled, policies=policies) == rendered("sarif", results, policies=policies)
 
 
 def test_control_characters_and_lone_surrogates_stay_writable(engine: Engine, validator: Any) -> None:
     odd = finding(message="value \x07\x1b[31m\ud800 seen", object=replace(REF, name="bad\udcffname"))
-    text = sarif.render([odd], engine.policies, "1")
+    text = rendered("sarif", [odd], policies=engine.policies)
     text.encode("utf-8")  # would raise on a lone surrogate
     document = json.loads(text)
     assert_valid(validator, document)

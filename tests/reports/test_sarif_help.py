@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from kubegap import cli
+from kubegap.reports.sarifrules import DOCS, INPUT_DOCS
+from tests.support.docs import anchors
 
 TRAIN = Path(__file__).resolve().parents[1] / "data" / "engine" / "train.yaml"
 
@@ -58,3 +60,8 @@ def test_results_without_a_file_give_one_warning(
     assert len(lines) == 1 and "GitHub code scanning rejects" in lines[0]
     _, err = _sarif(capsys, monkeypatch, "# Source: chart/templates/job.yaml\n" + TRAIN.read_text())
     assert "no file location" not in err
+
+
+def test_the_unreadable_input_help_uri_names_a_section_of_the_lint_page() -> None:
+    page, _, anchor = INPUT_DOCS.removeprefix(DOCS + "/").partition("/#")
+    assert anchor in anchors(Path(__file__).resolve().parents[2] / "docs" / f"{page}.md")

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from kubegap import durations, lint, manifests, raw
 from kubegap.config import Settings
+from kubegap.enginerules import INVALID_MANIFEST
 from kubegap.evaluate import Engine, build_engine
 from kubegap.facts import argv
 from kubegap.findings import Result
@@ -115,7 +116,7 @@ def check_manifest(data: bytes, engine: Engine) -> None:
             assert doc.error.rule in MANIFEST_RULES, doc.error
             assert doc.error.message and "\n" not in doc.error.message
     report = lint.lint_documents(documents, engine)
-    invalid = [f for f in report.findings if f.policy == lint.INVALID_MANIFEST]
+    invalid = [f for f in report.findings if f.policy == INVALID_MANIFEST]
     assert len(invalid) == sum(doc.error is not None for doc in documents)
 
 

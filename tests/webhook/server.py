@@ -68,18 +68,20 @@ class Server:
     ) -> None:
         self.directory, self.certificates = directory, certificates
         self.port = free_port()
+        self.metrics_port = free_port()  # the plain-HTTP /metrics listener
         self.config = directory / "config.yaml"
         document = {"apiVersion": "kubegap.dev/v1alpha1", "kind": "Config", **(config or {})}
         self.config.write_text(json.dumps(document))  # JSON is YAML
         self.log = directory / "serve.log"
         self.process: subprocess.Popen[bytes] | None = None
 
-    def start(self, drain_seconds: float = 1.0, workers: int = 2) -> None:
+    def start(self, drain_seconds: float = 1.0, workers: int = 2, access_log: bool = False) -> None:
         command = [
             sys.executable, "-m", "kubegap", "serve",
             "--cert", str(self.certificates.cert), "--key", str(self.certificates.key),
             "--bind", "127.0.0.1", "--port", str(self.port), "--config", str(self.config),
             "--workers", str(workers), "--threads", "4", "--drain-seconds", str(drain_seconds),
+            "--metrics-port", str(self.metrics_port), *(["--access-log"] if access_log else []),
         ]  # fmt: skip
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
@@ -107,6 +109,16 @@ class Server:
         connection = self.connection(timeout=2.0)
         try:
             connection.request("GET", path)
+            reply = connection.getresponse()
+            return reply.status, reply.read().decode()
+        finally:
+            connection.close()
+
+    def plain(self, method: str, path: str) -> tuple[int, str]:
+        """A request to the plain-HTTP metrics port."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.metrics_port, timeout=5.0)
+        try:
+            connection.request(method, path)
             reply = connection.getresponse()
             return reply.status, reply.read().decode()
         finally:
@@ -148,10 +160,13 @@ class Server:
 
 @contextmanager
 def running(
-    directory: Path, config: dict[str, Any] | None = None, drain_seconds: float = 1.0
+    directory: Path,
+    config: dict[str, Any] | None = None,
+    drain_seconds: float = 1.0,
+    access_log: bool = False,
 ) -> Iterator[Server]:
     server = Server(directory, Certificates(directory), config)
-    server.start(drain_seconds)
+    server.start(drain_seconds, access_log=access_log)
     try:
         yield server
     finally:

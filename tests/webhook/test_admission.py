@@ -331,9 +331,25 @@ def test_metrics_count_decisions_and_results(reviewer: MakeReviewer) -> None:
     for name in ("pod-create.json", "pytorchjob-create-dryrun.json", "pytorchjob-create-dryrun.json"):
         checker.review(payload(name))
     assert metrics.value(REQUESTS, ("denied", "Pod", "CREATE")) == 1
-    assert metrics.value(REQUESTS, ("allowed", "PyTorchJob", "CREATE")) == 2
+    assert metrics.value(REQUESTS, ("allowed", "PyTorchJob.kubeflow.org", "CREATE")) == 2
     assert metrics.value(RESULTS, ("health-probes", "liveness-probe", "fail")) == 1
     assert metrics.value(RESULTS, ("health-probes", "liveness-probe", "pass")) == 2 * 2  # two roles per job
+
+
+def test_the_kind_label_tells_a_batch_job_from_a_volcano_job(reviewer: MakeReviewer) -> None:
+    metrics = Metrics()
+    checker = reviewer({"preset": "warn"}, metrics=metrics)
+    batch = payload("job-update.json")
+    volcano = payload("job-update.json")
+    volcano["request"]["kind"].update(group="batch.volcano.sh", version="v1alpha1")
+    for review in (batch, volcano, volcano):
+        checker.review(review)
+    decisions = ("allowed", "warned", "denied", "skipped")
+    counted = {
+        kind: sum(metrics.value(REQUESTS, (d, kind, "UPDATE")) for d in decisions)
+        for kind in ("Job.batch", "Job.batch.volcano.sh", "Job")
+    }
+    assert counted == {"Job.batch": 1, "Job.batch.volcano.sh": 2, "Job": 0}
 
 
 def test_the_real_engine_stops_at_a_deadline_already_past(reviewer: MakeReviewer) -> None:

@@ -20,10 +20,10 @@ from kubegap import manifests
 from kubegap.config import Settings
 from kubegap.evaluate import build_engine
 from kubegap.findings import Finding, Result, Severity
+from kubegap.kinds import kind_info
 from kubegap.lint import lint_documents
 from kubegap.webhook.admission import Reviewer
 from kubegap.webhook.messages import MAX_WARNINGS, sort_key
-from kubegap.workloads import kind_info
 
 from .conftest import PRICED_HIGH
 from .test_admission import _check_contract

@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from kubegap import policy
+from kubegap import __version__, policy
 
 from .conftest import PAYLOADS, payload
+from .exposition import count, labels_of, total
 from .server import Server, post_review, running
 from .test_admission import _check_contract
 
@@ -30,7 +31,7 @@ ENFORCE = {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    with running(tmp_path_factory.mktemp("serve"), ENFORCE, drain_seconds=0) as started:
+    with running(tmp_path_factory.mktemp("serve"), ENFORCE, drain_seconds=0, access_log=True) as started:
         yield started
 
 
@@ -49,7 +50,7 @@ def test_reviews_over_one_kept_alive_tls_connection(server: Server) -> None:
     connection.close()
 
 
-def test_metrics_add_up_over_both_workers(server: Server) -> None:
+def test_metrics_add_up_over_both_workers_at_once(server: Server) -> None:
     review = payload("jobset-create.json")  # as an UPDATE: a series no other test of this module touches
     review["request"].update(operation="UPDATE", oldObject=review["request"]["object"])
     connections = [server.connection() for _ in range(4)]  # spread over the workers
@@ -57,20 +58,49 @@ def test_metrics_add_up_over_both_workers(server: Server) -> None:
         for _ in range(5):
             assert post_review(connection, review)[0] == 200
         connection.close()
-    deadline = time.monotonic() + 10  # workers write their counts at most a second apart
-    while _updates(server.get("/metrics")[1]) != 20 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    text = server.get("/metrics")[1]
-    assert _updates(text) == 20
-    assert f"kubegap_webhook_policies_loaded {len(policy.load())}\n" in text
+    # No wait: every worker's counts are in the shared files the moment its review is answered.
+    for text in (server.get("/metrics")[1], server.plain("GET", "/metrics")[1]):
+        requests = "kubegap_webhook_requests_total"
+        assert total(text, requests, kind="JobSet.jobset.x-k8s.io", operation="UPDATE") == 20
+        assert count(text, requests, kind="Job.batch.volcano.sh", decision="denied", operation="CREATE") == 1
+        assert total(text, "kubegap_webhook_policies_loaded") == len(policy.load())
+        (build,) = labels_of(text, "kubegap_build_info")
+        assert build["version"] == __version__ and len(build["policySet"]) == 12
 
 
-def _updates(metrics: str) -> int:
-    prefix = "kubegap_webhook_requests_total{"
-    lines = [
-        x for x in metrics.splitlines() if x.startswith(prefix) and 'kind="JobSet",operation="UPDATE"' in x
-    ]
-    return sum(int(float(line.rsplit(" ", 1)[1])) for line in lines)
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("GET", "/validate", 404),
+        ("POST", "/validate", 404),
+        ("GET", "/healthz", 404),
+        ("POST", "/metrics", 405),
+    ],
+)
+def test_the_plain_port_serves_metrics_only(server: Server, method: str, path: str, status: int) -> None:
+    assert server.plain(method, path)[0] == status
+    assert server.plain("HEAD", "/metrics") == (200, "")
+
+
+def test_the_plain_port_never_speaks_tls(server: Server) -> None:
+    raw = socket.create_connection(("127.0.0.1", server.metrics_port), timeout=5)
+    with pytest.raises((ssl.SSLError, ConnectionError)):
+        server.certificates.client_context().wrap_socket(raw, server_hostname="127.0.0.1")
+    raw.close()
+
+
+def test_every_log_line_is_json_gunicorn_s_included(server: Server) -> None:
+    assert server.get("/healthz")[0] == 200
+    deadline = time.monotonic() + 10  # the worker writes the access line after the answer has left
+    while '"path":"/healthz"' not in server.logs() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    lines = [json.loads(line) for line in server.logs().splitlines() if line.strip()]
+    loggers = {line["logger"] for line in lines}
+    assert {"gunicorn.error", "gunicorn.access", "kubegap.webhook.admission"} <= loggers
+    assert any(line.get("message", "").startswith("Booting worker") for line in lines)
+    access = [line for line in lines if line.get("event") == "access" and line["path"] == "/healthz"]
+    assert access and access[-1]["status"] == 200 and access[-1]["method"] == "GET"
+    assert access[-1]["duration_ms"] >= 0 and "timeout=" not in json.dumps(access)
 
 
 def test_bad_requests_over_the_wire(server: Server) -> None:

@@ -55,8 +55,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{/*
 The kinds kubegap reads (its supported kinds: Pod, batch, Kubeflow, JobSet, Trainer, Volcano, Ray,
-LeaderWorkerSet, apps, DRA claims). The webhook intercepts every kind but Node; the audit reads all of them. A chart test
-checks this table against kubegap.workloads.SUPPORTED_KINDS.
+LeaderWorkerSet, apps, DRA claims). The webhook intercepts every kind but Node; the audit reads all of them.
+tests/test_kinds.py checks this list against the kinds table, kubegap/kinds.py.
 */}}
 {{- define "kubegap.kinds" -}}
 - {group: "", resource: pods, namespaced: true}
