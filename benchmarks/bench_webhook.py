@@ -270,7 +270,7 @@ def in_process(body: bytes, repeat: int = 300) -> dict[str, float]:
     from kubegap.webhook.review import decode
 
     reviewer = build_reviewer(Settings(), Metrics())
-    for _ in range(30):
+    for _ in range(min(30, repeat)):
         reviewer.review(decode(body))
     times = []
     for _ in range(repeat):
@@ -311,8 +311,34 @@ def _arguments() -> argparse.Namespace:
     return parser.parse_args()
 
 
+# Issue targets, printed beside each figure as a ratio: p99 at 500 req/s, server CPU per review, and the
+# in-process review time (decode + evaluate + answer) of the 64-job JobSet.
+P99_TARGET_MS = {"pytorchjob-16w-create": 10.0, "pytorchjob-update-50k": 15.0}
+CPU_TARGET_MS = {"pytorchjob-16w-create": 1.5}
+REVIEW_TARGET_MS = {"jobset-64-jobs-create": 5.0}
+
+
+def _ratio(figure: float | None, target: float | None) -> str:
+    return f" = {figure / target:.2f}x the {target:g} ms target" if figure is not None and target else ""
+
+
+def _print_targets(name: str, step: dict[str, Any]) -> None:
+    p99 = _ratio(step["p99_ms"], P99_TARGET_MS.get(name)) or " (no target)"
+    cpu = _ratio(step["server_cpu_ms_per_request"], CPU_TARGET_MS.get(name)) or " (no target)"
+    print(f"{name:22}   at 500 req/s: p99{p99}; server CPU{cpu}", flush=True)
+
+
 def _bench(server: Server, body: bytes, args: argparse.Namespace, workdir: Path, name: str) -> dict[str, Any]:
-    run: dict[str, Any] = {"bytes": len(body), "in_process": in_process(body)}
+    run: dict[str, Any] = {
+        "bytes": len(body),
+        "in_process": in_process(body, 300 if len(body) < 60_000 else 60),
+    }
+    alone = run["in_process"]
+    print(
+        f"{name:22} in process: median {alone['median_ms']} ms, p99 {alone['p99_ms']} ms"
+        f"{_ratio(alone['median_ms'], REVIEW_TARGET_MS.get(name))}",
+        flush=True,
+    )
     OpenLoop(server, body, 50, 2, args.connections).run()  # warm-up: both workers, every connection
     stallers = Stallers(server.port, server.context, args.stallers, args.stallers) if args.stallers else None
     try:
@@ -320,6 +346,8 @@ def _bench(server: Server, body: bytes, args: argparse.Namespace, workdir: Path,
             load = OpenLoop(server, body, rate, args.duration, args.connections)
             run[f"open_{int(rate)}"] = _measured(server, load.run)
             _print(name, f"{int(rate)} req/s", run[f"open_{int(rate)}"])
+            if int(rate) == 500:
+                _print_targets(name, run["open_500"])
     finally:
         if stallers:
             run["stallers"] = {"held": args.stallers, "handshakes_unanswered": stallers.unanswered}

@@ -1,4 +1,5 @@
-"""AdmissionReview bodies for bench_webhook.py: a 16-worker PyTorchJob CREATE (~10 KB) and a ~50 KB UPDATE.
+"""AdmissionReview bodies for bench_webhook.py: a 16-worker PyTorchJob CREATE (~10 KB), a ~50 KB UPDATE and
+a JobSet of 64 replicated jobs (~105 KB).
 
 The objects look like what a training team submits: NCCL and framework env, probes, volumes, affinity.
 They comply with every bundled rule, so each review runs every validation to the end.
@@ -83,10 +84,12 @@ def pytorchjob(extra_env: int) -> dict[str, Any]:
 
 
 def review(obj: dict[str, Any], old: dict[str, Any] | None = None) -> bytes:
+    group, version = obj["apiVersion"].split("/")
+    kind = obj["kind"]
     request = {
         "uid": "c0ffee00-1234-4abc-9def-0123456789ab",
-        "kind": {"group": "kubeflow.org", "version": "v1", "kind": "PyTorchJob"},
-        "resource": {"group": "kubeflow.org", "version": "v1", "resource": "pytorchjobs"},
+        "kind": {"group": group, "version": version, "kind": kind},
+        "resource": {"group": group, "version": version, "resource": kind.lower() + "s"},
         "namespace": "research",
         "name": obj["metadata"]["name"],
         "operation": "UPDATE" if old else "CREATE",
@@ -100,9 +103,36 @@ def review(obj: dict[str, Any], old: dict[str, Any] | None = None) -> bytes:
     return json.dumps(body, separators=(",", ":")).encode()
 
 
+def jobset(jobs: int) -> dict[str, Any]:
+    """A JobSet of `jobs` replicated jobs, each a 4-pod Job of one 8-GPU trainer."""
+    replicated = []
+    for index in range(jobs):
+        container = _container("trainer", extra_env=0)
+        template = {
+            "metadata": {"annotations": {"kubegap.dev/step-time": "2.5s"}},
+            "spec": {
+                "containers": [container],
+                "restartPolicy": "Never",
+                "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+            },
+        }
+        job = {"parallelism": 4, "completions": 4, "backoffLimit": 2, "template": template}
+        replicated.append({"name": f"group-{index:02d}", "replicas": 1, "template": {"spec": job}})
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "llm-pretrain", "namespace": "research", "uid": "6b1f2b8e-0c39-4d55-9d8a"},
+        "spec": {"failurePolicy": {"maxRestarts": 3}, "replicatedJobs": replicated},
+    }  # fmt: skip
+
+
 def payloads() -> dict[str, bytes]:
     small = review(pytorchjob(extra_env=40))
     big_obj = pytorchjob(extra_env=135)
     old = copy.deepcopy(big_obj)
     big_obj["metadata"]["labels"]["priority"] = "high"
-    return {"pytorchjob-16w-create": small, "pytorchjob-update-50k": review(big_obj, old)}
+    return {
+        "pytorchjob-16w-create": small,
+        "pytorchjob-update-50k": review(big_obj, old),
+        "jobset-64-jobs-create": review(jobset(64)),
+    }

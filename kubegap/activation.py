@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubegap import celcost, exemptions
+from kubegap import batch, celcost, exemptions
 from kubegap.cel import Backend, CelError
 from kubegap.compiled import CompiledPolicy, Guarded
 from kubegap.facts import ObjectFacts, Unit
@@ -41,6 +41,7 @@ class Group:
     params: Mapping[str, Any]
     text: Mapping[str, str]
     reads_object: bool
+    items: int = 0  # the longest list or map in params and paramsText, measured once
 
 
 def groups(policies: Sequence[CompiledPolicy], readers: frozenset[str]) -> dict[int, Group]:
@@ -56,11 +57,10 @@ def groups(policies: Sequence[CompiledPolicy], readers: frozenset[str]) -> dict[
             home.append(policy)
     out: dict[int, Group] = {}
     for group in members:
-        shared = Group(
-            {k: v for p in group for k, v in p.cel_params.items()},
-            {k: v for p in group for k, v in p.params_text.items()},
-            any(p.policy.id in readers for p in group),
-        )
+        params = {k: v for p in group for k, v in p.cel_params.items()}
+        text = {k: v for p in group for k, v in p.params_text.items()}
+        reads = any(p.policy.id in readers for p in group)
+        shared = Group(params, text, reads, max(celcost.longest(params), celcost.longest(text)))
         out.update({id(p): shared for p in group})
     return out
 
@@ -75,7 +75,9 @@ class Run:
     ref: ObjectRef
     facts: ObjectFacts
     deadline: float | None
+    scope_programs: Mapping[tuple[int, str], batch.ScopeProgram] = field(default_factory=dict)
     converted: dict[int, Any] = field(default_factory=dict)
+    outcomes: dict[tuple[int, str], batch.Outcomes | None] = field(default_factory=dict)  # (group, scope)
     activations: dict[tuple[int, int], tuple[dict[str, Any], Any]] = field(default_factory=dict)
     sizes: dict[int, int] = field(default_factory=dict)  # id of a binding -> its longest list or map
 
@@ -85,6 +87,16 @@ class Run:
         if key not in self.sizes:
             self.sizes[key] = celcost.longest(value)
         return self.sizes[key]
+
+    def outcome(self, policy: CompiledPolicy, unit: Unit) -> Mapping[str, tuple[Any, ...]] | None:
+        """The policy's outcomes for the unit from its scope's one program (kubegap.batch), run once per
+        object; None where that program cannot answer."""
+        group = self.group_of[id(policy)]
+        key = (id(group), unit.scope)
+        if key not in self.outcomes:
+            self.outcomes[key] = batch.evaluate(self, group, unit.scope)
+        found = self.outcomes[key]
+        return None if found is None else found.get((id(policy), id(unit)))
 
     def convert(self, value: Any) -> Any:
         key = id(value)
@@ -118,7 +130,18 @@ class Run:
             "container": unit.container if unit else None,
             "path": path,
             "unresolved": tuple(_unresolved(unit, self.facts)) if lists_unresolved else (),
+            "scope": _scope(unit, self.ref),
         }
+
+
+_SCOPES = {"node": "node", "cluster-node": "cluster", "pool": "cluster"}
+
+
+def _scope(unit: Unit | None, ref: ObjectRef) -> str:
+    """The finding's scope (RULES.md §4); an engine rule without a unit is the object's."""
+    if unit is not None:
+        return _SCOPES.get(unit.scope, "workload")
+    return "node" if ref.kind == "Node" and ref.api_version == "v1" else "workload"
 
 
 def _unresolved(unit: Unit | None, facts: ObjectFacts) -> list[str]:
@@ -132,18 +155,52 @@ class UnitState:
 
     def __init__(self, run: Run, policy: CompiledPolicy, unit: Unit) -> None:
         self.run, self.policy, self.unit = run, policy, unit
-        self.bindings, self.base = run.activation(run.group_of[id(policy)], unit)
-        self.activation = self.base
+        # built on first use: where the scope's one program answers, the unit needs no activation of its own
+        self._bindings: Mapping[str, Any] | None = None
+        self._base: Any = None
+        self._own: Any = None  # the activation with this policy's variables, once they are evaluated
         self.variable_error: str | None = None
         self._variables_done = False
         self._policy_applies: bool | None = None
         self._items: int | None = None  # the longest list or map the unit's expressions can see
+        self._outcomes: Mapping[str, tuple[Any, ...]] | None = None
+        self._batched = False
+
+    def _share(self) -> None:
+        if self._bindings is None:
+            self._bindings, self._base = self.run.activation(self.run.group_of[id(self.policy)], self.unit)
+
+    @property
+    def bindings(self) -> Mapping[str, Any]:
+        self._share()
+        assert self._bindings is not None
+        return self._bindings
+
+    @property
+    def base(self) -> Any:
+        self._share()
+        return self._base
+
+    @property
+    def activation(self) -> Any:
+        return self._own if self._own is not None else self.base
 
     def policy_applies(self) -> bool:
         """The policy's own appliesTo, once per unit (every validation of the unit asks)."""
         if self._policy_applies is None:
             self._policy_applies = self.applies(self.policy.applies_to)
         return self._policy_applies
+
+    def outcomes(self) -> Mapping[str, tuple[Any, ...]] | None:
+        """Rule -> `()` where its appliesTo does not hold, `(verdict,)` otherwise; `{}` where the policy does
+        not apply. None where the scope's one program cannot answer: then each validation runs alone and
+        reports its own error."""
+        if not self._batched:
+            self._batched = True
+            self._outcomes = self.run.outcome(self.policy, self.unit)
+            if self._outcomes is not None:
+                self._policy_applies = bool(self._outcomes)
+        return self._outcomes
 
     def applies(self, program: Any) -> bool:
         return program is None or self.check(program) is True
@@ -187,9 +244,9 @@ class UnitState:
                 self.variable_error = f"variable {variable.name}: {err}"
                 return
         if values:  # this policy's own activation from here on: its variables are its own
-            self.bindings = {**self.bindings, "variables": self.run.backend.convert(values)}
+            self._bindings = {**self.bindings, "variables": self.run.backend.convert(values)}
             self._items = None
-            self.activation = self.run.backend.activation(self.bindings)
+            self._own = self.run.backend.activation(self._bindings)
 
     def exemption(self, rule: str) -> tuple[str | None, dict[str, tuple[str, str]]]:
         """(the nearest reason that covers `rule`, {path: (problem, fix)} of exemptions that exempt

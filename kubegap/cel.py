@@ -18,7 +18,19 @@ from kubegap import celcost, durations, globs
 from kubegap.errors import KubegapError
 from kubegap.integers import INT64_MAX, INT64_MIN
 
-VARIABLES = ("object", "facts", "params", "paramsText", "template", "container", "node", "claim", "variables")
+VARIABLES = (
+    "object",
+    "facts",
+    "params",
+    "paramsText",
+    "template",
+    "container",
+    "node",
+    "claim",
+    "pool",
+    "variables",
+    "kubegapUnits",
+)
 BACKENDS = ("cel-expr", "cel-python")
 
 

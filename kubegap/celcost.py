@@ -143,6 +143,8 @@ def longest(value: Any) -> int:
     stack = [value]
     while stack:
         item = stack.pop()
+        if type(item) in _SCALARS:  # most of what is walked: skip the slower abstract-type checks
+            continue
         if isinstance(item, Mapping):
             best = max(best, len(item))
             stack.extend(item.values())
@@ -150,3 +152,6 @@ def longest(value: Any) -> int:
             best = max(best, len(item))
             stack.extend(item)
     return best
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubegap import celcost
@@ -43,6 +43,20 @@ class CompiledPolicy:
     # ids of the programs that read `variables`: only they need the activation that carries them
     variable_users: frozenset[int] = frozenset()
     remediation: str = ""  # the policy's fix text, parameters filled in
+    batches: Mapping[str, Batch] = field(default_factory=dict)  # scope -> its validations in one program
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """A policy's validations of one scope as one CEL expression over one unit (kubegap.batch runs it over
+    every unit of the scope at once). It gives `[]` where the policy's appliesTo does not hold, else one list
+    per validation: `[]` where its appliesTo does not hold, `[verdict]` where it holds, and for a failure
+    `[false, message, field path]` (each null where the validation has none), so messages and paths are
+    evaluated only for failures."""
+
+    source: str
+    validations: tuple[CompiledValidation, ...]
+    costs: tuple[celcost.Cost, ...]  # of its parts that iterate, each checked against the budget alone
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,9 +165,66 @@ def compile_policies(
                 validations=validations,
                 variable_users=_variable_users(validations),
                 remediation=fill(policy.remediation, policy, params),
+                batches=_batches(backend, policy, validations),
             )
         )
     return out
+
+
+def _batches(backend: Backend, policy: Policy, validations: Sequence[CompiledValidation]) -> dict[str, Batch]:
+    out = {}
+    for scope in dict.fromkeys(v.validation.scope for v in validations):
+        members = tuple(v for v in validations if v.validation.scope == scope)
+        variables = [v for v in policy.variables if v.scope == scope]
+        sources = [s for s in (policy.applies_to, *(v.expression for v in variables)) if s]
+        parts = []
+        for member in members:
+            spec = member.validation
+            own = [s for s in (spec.expression, spec.applies_to) if s]
+            if any(_VARIABLES.search(s) and celcost.estimate(s).degree > 0 for s in own):
+                break  # its budget depends on the variables' sizes: each validation runs alone
+            sources += own
+            verdict = _verdict(spec, sources)
+            # `== true`: an appliesTo that gives a non-bool does not apply, as when it runs alone
+            applies = spec.applies_to
+            parts.append(verdict if applies is None else f"({_grouped(applies)} == true ? {verdict} : [])")
+        else:
+            source = _batch_source(policy.applies_to, variables, parts)
+            try:
+                backend.compile(source)
+            except CelError:  # each validation still runs alone, as it compiled alone
+                continue
+            costs = tuple(c for c in map(celcost.estimate, sources) if c.degree > 0)
+            out[scope] = Batch(source, members, costs)
+    return out
+
+
+def _verdict(spec: Validation, sources: list[str]) -> str:
+    """`[verdict]`, or `[false, message, path]` for a failure: messages and paths are evaluated only where
+    the validation fails, in the same call. A message or path whose budget depends on the variables' sizes
+    is left out (`[false]`): it is then evaluated alone, as before."""
+    texts = (spec.message_expression, spec.field_path_expression)
+    if any(t and _VARIABLES.search(t) and celcost.estimate(t).degree > 0 for t in texts):
+        failed = "[false]"
+    else:
+        sources += [t for t in texts if t]
+        message, path = (_grouped(t) if t else "null" for t in texts)
+        failed = f"[false, {message}, {path}]"
+    # bound once; a non-bool stays itself, and the engine reports it as an error
+    bound = "kubegapVerdict"
+    return f"[{_grouped(spec.expression)}].map({bound}, {bound} == false ? {failed} : [{bound}])[0]"
+
+
+def _batch_source(applies_to: str | None, variables: Sequence[Variable], parts: Sequence[str]) -> str:
+    body = f"[{', '.join(parts)}]"
+    if variables:  # each variable once per unit, as a map bound to `variables`
+        values = ", ".join(f"{v.name!r}: {_grouped(v.expression)}" for v in variables)
+        body = f"[{{{values}}}].map(variables, {body})[0]"
+    return body if applies_to is None else f"({_grouped(applies_to)} == true ? {body} : [])"
+
+
+def _grouped(source: str) -> str:
+    return f"(\n{source}\n)"  # own lines: a trailing `//` comment must not swallow what follows
 
 
 def _variable_users(validations: Sequence[CompiledValidation]) -> frozenset[int]:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kubegap import annotationkeys, kinds, pricing
+from kubegap import annotationkeys, batch, kinds, pricing
 from kubegap import facts as facts_module
 from kubegap.activation import OBJECT, Run, UnitState, expressions, groups
 from kubegap.cel import Backend, CelError
@@ -116,6 +116,7 @@ class Engine:
         )
         self.reads_object = bool(readers)
         self.group_of = groups(self.compiled, readers)
+        self.scope_programs = batch.build(self.compiled, self.group_of, backend)
 
     def evaluate(
         self, obj: Mapping[str, Any], context: Context | None = None, deadline: float | None = None
@@ -132,7 +133,14 @@ class Engine:
         gathered = kinds.gather(obj, self.catalogue, context.configmaps if context else {})
         if gathered is None:
             return Evaluation(ref, False, ())
-        run = Run(self.backend, self.group_of, obj, ref, gathered, deadline)
+        return self.evaluate_facts(obj, gathered, deadline)
+
+    def evaluate_facts(
+        self, obj: Mapping[str, Any], gathered: facts_module.ObjectFacts, deadline: float | None = None
+    ) -> Evaluation:
+        """The policies over facts already gathered: an object's, or a cluster unit's (facts/cluster.py)."""
+        ref = ObjectRef.of(obj)
+        run = Run(self.backend, self.group_of, obj, ref, gathered, deadline, self.scope_programs)
         results: list[Finding] = [_unsized(ref, u) for u in gathered.unsized]
         for policy in self.compiled:
             if deadline is not None and time.monotonic() > deadline:
@@ -187,19 +195,22 @@ def _evaluate_policy(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
     applied = False
     void_exemptions: dict[str, tuple[str, str]] = {}  # path -> (why it exempts nothing, fix)
     for validation in policy.validations:
+        name = validation.validation.name
         for unit in run.facts.units.get(validation.validation.scope, ()):
             state = states.get(id(unit))
             if state is None:
                 state = states[id(unit)] = UnitState(run, policy, unit)
+            outcomes = state.outcomes()
             try:
-                if not state.policy_applies():
+                if not (state.policy_applies() if outcomes is None else outcomes):
                     continue
                 applied = True
                 # A void exemption (blank, expired) is reported wherever the policy applies, even where no
                 # validation does (a cordoned node): it exempts nothing and would mislead the next reader.
-                reason, void = state.exemption(validation.validation.name)
+                reason, void = state.exemption(name)
                 void_exemptions.update(void)
-                if not state.applies(validation.applies_to):
+                outcome = outcomes[name] if outcomes is not None else None
+                if outcome == () or (outcome is None and not state.applies(validation.applies_to)):
                     continue
             except CelError as err:
                 yield _error(run, policy, validation, unit, f"appliesTo failed: {err}")
@@ -209,7 +220,7 @@ def _evaluate_policy(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
                     _check(policy, validation), run.ref, reason, **run.where(unit, _default_path(unit))
                 )
                 continue
-            yield _judge(run, policy, validation, state)
+            yield _judge(run, policy, validation, state, outcome)
     if applied:
         yield from _engine_rules(run, policy, void_exemptions)
 
@@ -228,10 +239,16 @@ def _error(
     return error(_check(policy, validation), run.ref, message, **run.where(unit, _default_path(unit)))
 
 
-def _judge(run: Run, policy: CompiledPolicy, validation: CompiledValidation, state: UnitState) -> Finding:
+def _judge(
+    run: Run,
+    policy: CompiledPolicy,
+    validation: CompiledValidation,
+    state: UnitState,
+    outcome: tuple[Any, ...] | None,  # from the scope's one program (kubegap.batch); None: evaluate alone
+) -> Finding:
     unit = state.unit
     try:
-        verdict = state.check(validation.expression)
+        verdict = outcome[0] if outcome else state.check(validation.expression)
     except CelError as err:
         return _error(run, policy, validation, unit, f"evaluation failed: {err}")
     if not isinstance(verdict, bool):
@@ -240,8 +257,12 @@ def _judge(run: Run, policy: CompiledPolicy, validation: CompiledValidation, sta
     if verdict:
         return passed(check, run.ref, **run.where(unit, default_path or None, validation.reads_values))
     fallback = validation.validation.message or f"{validation.validation.name} failed"
-    message = _text(state, validation.message_expression, fallback)
-    path = _text(state, validation.field_path, default_path)
+    if outcome is not None and len(outcome) == 3:  # evaluated with the verdict: the same rules as _text
+        message = outcome[1] if isinstance(outcome[1], str) else fallback
+        path = outcome[2] if isinstance(outcome[2], str) else default_path
+    else:
+        message = _text(state, validation.message_expression, fallback)
+        path = _text(state, validation.field_path, default_path)
     return fail(check, run.ref, message, **run.where(unit, path or None, validation.reads_values))
 
 

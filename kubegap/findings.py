@@ -127,6 +127,9 @@ class Finding:
     impact: Impact | None = None  # failing findings of training workloads: what the fix is worth
     # Every container an identical finding was collapsed from (kubegap.collapse); empty: just `container`.
     containers: tuple[str, ...] = ()
+    # What was judged: "workload" (a workload, template or container), "node" (one Node) or "cluster"
+    # (a node pool or a node with its pods, from the audit's lists; RULES.md §4).
+    scope: str = "workload"
 
     def where(self) -> str:
         """`role R, container C` (what is there of it): how every report names the place in a workload."""
@@ -180,6 +183,7 @@ class Finding:
             "unresolved": list(self.unresolved),
             "impact": self.impact.to_json() if self.impact else None,
             "containers": self.covered(),
+            "scope": self.scope,
         }
 
     def covered(self) -> list[str]:
@@ -204,6 +208,7 @@ class Where(TypedDict, total=False):
     container: str | None
     path: str | None
     unresolved: tuple[str, ...]
+    scope: str
     file: str | None
     document: int | None
     line: int | None

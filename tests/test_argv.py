@@ -4,6 +4,7 @@ from typing import Any
 
 import pytest
 
+from kubegap.facts import argv
 from kubegap.facts.argv import CommandLine, tokenize
 from kubegap.fieldpath import FieldPath
 
@@ -321,3 +322,26 @@ def test_mpirun_options_end_at_the_program(line: str, forwarded: list[str]) -> N
 )
 def test_a_script_that_sources_a_file_says_so(script: str, sourced: tuple[str, ...]) -> None:
     assert tokenize({"command": ["bash", "-c", script]}).sourced == sourced
+
+
+def test_equal_command_lines_are_tokenised_once_and_shared_read_only() -> None:
+    spec = {
+        "command": ["bash", "-c"],
+        "args": ["export NCCL_DEBUG=WARN; torchrun --nnodes 2 train.py --lr 1"],
+    }
+    first = argv.tokenize(spec)
+    again = argv.tokenize({"command": list(spec["command"]), "args": list(spec["args"])})
+    assert again is first  # cached by content, not by the container object
+    assert [t.text for t in first.tokens][-2:] == ["--lr", "1"]
+    with pytest.raises(TypeError):
+        first.flags["--lr"] = ()  # type: ignore[index]  # a shared result cannot be changed by one reader
+    other = argv.tokenize({"command": ["bash", "-c"], "args": ["torchrun train.py --lr 2"]})
+    assert other is not first and [t.text for t in other.tokens][-1] == "2"
+
+
+def test_the_tokeniser_cache_is_bounded() -> None:
+    limit = argv._parse.cache_info().maxsize
+    assert limit is not None
+    for index in range(limit + 10):
+        argv.tokenize({"command": ["python", "train.py", f"--seed={index}"]})
+    assert argv._parse.cache_info().currsize <= limit

@@ -24,6 +24,8 @@ TRAIN_RULES = {
     ("nccl-flight-recorder", "recorder-on"),  # nothing turns the recorder on
 }
 BUNDLED = {
+    "hot-spares",
+    "link-monitor",
     "nccl-timeout",
     "checkpoint-interval",
     "gpu-nic-topology",

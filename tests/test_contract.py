@@ -12,9 +12,11 @@ import pytest
 
 from kubegap import facts, kinds, manifests, policy, schema, testing
 from kubegap.activation import expressions
+from kubegap.audit import demo
 from kubegap.cli import main
 from kubegap.errors import PolicyError
 from kubegap.facts import contract, declare, knobs, reads, reference
+from kubegap.facts.cluster import ClusterView, node_unit_facts, pools
 from kubegap.lint import configmaps_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,12 +35,28 @@ def _gathered() -> Iterator[tuple[str, facts.ObjectFacts]]:
                 yield label, gathered
 
 
-GATHERED = list(_gathered())
+def _cluster_gathered() -> Iterator[tuple[str, facts.ObjectFacts]]:
+    """The cluster scopes over the demo's cluster: the examples' Nodes, the demo pool, job and monitors."""
+    view = ClusterView(knobs.load())
+    nodes = [d.obj for d in manifests.Reader().read([str(BUNDLED)]) if d.obj and d.obj.get("kind") == "Node"]
+    for node in (*nodes, *demo.NODES):
+        view.add_node(node, flagged=False)
+    job = {**demo.training_job(), "metadata": {"name": demo.JOB, "uid": "uid-of-the-job"}}
+    for pod in demo.cluster_pods(job, [str(n["metadata"]["name"]) for n in (*nodes, *demo.NODES)]):
+        view.add_pod(pod)
+    for seen in view.gpu_nodes():
+        yield f"cluster-node/{seen.name}", node_unit_facts(seen)
+    for name, gathered in pools(view, "node.kubernetes.io/instance-type"):
+        yield f"pool/{name}", gathered
+
+
+GATHERED = list(_gathered()) + list(_cluster_gathered())
 
 
 def _departures(gathered: facts.ObjectFacts) -> list[str]:
     scopes = {s for s, units in gathered.units.items() if units}
-    own = next((s for s in scopes if s in ("node", "claim")), "workload")  # kinds that are not workloads
+    # kinds that are not workloads, and the audit's cluster units, have object facts of their own
+    own = next((s for s in scopes if s in ("node", "claim", "cluster-node", "pool")), "workload")
     object_facts = contract.SCOPES[own]["facts"]
     found = declare.problems(dict(gathered.facts), object_facts, "facts")
     for scope, units in gathered.units.items():

@@ -88,8 +88,17 @@ BUNDLED: dict[str, tuple[Severity, str, dict[str, tuple[Severity, str]], dict[st
     "gpu-node-health": (
         Severity.HIGH,
         "node",
-        {"gpus-healthy": (Severity.HIGH, "node"), "nics-healthy": (Severity.HIGH, "node")},
-        {"perDeviceNicResources": ["vpc.amazonaws.com/efa", "rdma/ib", "nvidia.com/*rdma*"]},
+        {
+            "gpus-healthy": (Severity.HIGH, "node"),
+            "nics-healthy": (Severity.HIGH, "node"),
+            "returned-validated": (Severity.HIGH, "node"),
+            "deep-check-fresh": (Severity.LOW, "node"),
+        },
+        {
+            "perDeviceNicResources": ["vpc.amazonaws.com/efa", "rdma/ib", "nvidia.com/*rdma*"],
+            "deepCheckLabels": ["autopilot.ibm.com/dcgm.level.3"],
+            "maxDeepCheckAge": 720 * 3600.0,
+        },
     ),
     "checkpoint-recovery": (
         Severity.HIGH,
@@ -104,6 +113,13 @@ BUNDLED: dict[str, tuple[Severity, str, dict[str, tuple[Severity, str]], dict[st
     ),
     "gpu-nic-alignment": (Severity.MEDIUM, "claim", {"pcie-root-aligned": (Severity.MEDIUM, "claim")}, {}),
     "gpu-nic-rails": (Severity.MEDIUM, "container", {"hca-per-gpu": (Severity.MEDIUM, "container")}, {}),
+    "hot-spares": (
+        Severity.MEDIUM,
+        "pool",
+        {"spares-available": (Severity.MEDIUM, "pool")},
+        {"poolLabel": "node.kubernetes.io/instance-type", "nodesPerSpare": 16, "minGangNodes": 2},
+    ),
+    "link-monitor": (Severity.HIGH, "cluster-node", {"monitor-running": (Severity.HIGH, "cluster-node")}, {}),
     "nccl-transport": (
         Severity.MEDIUM,
         "container",

@@ -7,15 +7,18 @@ recognised by uid and not handed out again, so a restart neither loses nor doubl
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from kubegap.audit.discovery import ServedKind
 from kubegap.audit.retry import Api
 from kubegap.audit.transport import ApiFailure
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,3 +89,29 @@ class Lister:
             item["kind"] = self.kind.info.kind
             out.append(item)
         return out
+
+
+def ahead(pages: Iterator[T]) -> Iterator[T]:
+    """The same pages, the next one fetched in a thread while the caller evaluates this one: the audit waits
+    on the API server only when evaluating a page is quicker than fetching the next. At most one page waits
+    beside the one in hand, so memory stays one page deep. An error fetching a page is raised where that
+    page would have come. The thread is a daemon: an interrupted audit does not wait for a fetch to end."""
+    box: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=1)
+
+    def fetch() -> None:
+        try:
+            for page in pages:
+                box.put((True, page))
+        except BaseException as exc:  # handed to the caller, raised there
+            box.put((False, exc))
+            return
+        box.put((False, None))
+
+    threading.Thread(target=fetch, name="kubegap-page-fetch", daemon=True).start()
+    while True:
+        more, item = box.get()
+        if not more:
+            if item is not None:
+                raise item
+            return
+        yield item

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -62,6 +63,7 @@ class Api:
         self.stats = RetryStats()
         self._sleep, self._jitter = sleep, jitter
         self._throttle_spent = 0.0
+        self._lock = threading.Lock()  # the audit fetches its next page in a thread (kubegap.audit.paging)
 
     def get(self, path: str, query: Query = ()) -> Any:
         return self._call("GET", path, query, None).json()
@@ -72,7 +74,8 @@ class Api:
     def _call(self, method: str, path: str, query: Query, body: Mapping[str, Any] | None) -> Reply:
         failures = throttles = 0
         while True:
-            self.stats.requests += 1
+            with self._lock:
+                self.stats.requests += 1
             try:
                 reply = self.transport.request(method, path, query, body)
             except TransportError:
@@ -88,7 +91,8 @@ class Api:
                 throttles += 1
                 if throttles > self.policy.throttle_attempts or not self._afford(wait):
                     raise ApiFailure.of(reply, method, path)
-                self.stats.throttled += 1
+                with self._lock:
+                    self.stats.throttled += 1
                 self._wait(wait, f"{method} {path}: {reply.status}, retry after {wait:g}s")
                 continue
             if reply.status >= 500 and method == "GET":
@@ -112,10 +116,11 @@ class Api:
         return min(max(seconds, 0.0), self.policy.max_retry_after)
 
     def _afford(self, wait: float) -> bool:
-        if self._throttle_spent + wait > self.policy.throttle_budget:
-            return False
-        self._throttle_spent += wait
-        return True
+        with self._lock:
+            if self._throttle_spent + wait > self.policy.throttle_budget:
+                return False
+            self._throttle_spent += wait
+            return True
 
     def _backoff(self, failures: int, why: str) -> None:
         delay = min(self.policy.base_delay * 2 ** (failures - 1), self.policy.max_delay)
@@ -123,6 +128,7 @@ class Api:
 
     def _wait(self, seconds: float, why: str) -> None:
         log.info("retrying in %.2fs: %s", seconds, why)
-        self.stats.retries += 1
-        self.stats.waited += seconds
+        with self._lock:
+            self.stats.retries += 1
+            self.stats.waited += seconds
         self._sleep(seconds)

@@ -14,10 +14,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kubegap.audit import cluster
 from kubegap.audit.configmaps import ConfigMapResolver
 from kubegap.audit.coverage import Coverage, Gap, KindCoverage
 from kubegap.audit.discovery import ServedKind, discover
-from kubegap.audit.paging import Lister, ListScope
+from kubegap.audit.paging import Lister, ListScope, ahead
 from kubegap.audit.retry import Api
 from kubegap.audit.scope import AuditScope
 from kubegap.audit.spool import Spool
@@ -60,6 +61,7 @@ class AuditResult:
     by_rule: Counter[tuple[str, str, str, str]]  # (namespace, policy, rule, severity) -> fail/error count
     offenders: list[Offender]  # worst first
     internal_errors: int = 0
+    cluster: cluster.ClusterSection | None = None  # the cluster validations' section (audit/cluster.py)
 
 
 def ordered_kinds(kinds: Iterable[KindInfo] = SUPPORTED_KINDS) -> list[KindInfo]:
@@ -93,6 +95,8 @@ class Auditor:
         self._heap: list[Offender] = []
         self._total = 0
         self._pending: list[tuple[KindCoverage, ServedKind | None]] = []
+        limits = (scope.namespaces, scope.exclude_namespaces, scope.selector, {k.kind for k in self.kinds})
+        self.cluster = cluster.ClusterChecks(engine, cluster.out_of_scope(*limits))
 
     def run(self) -> AuditResult:
         try:
@@ -107,6 +111,7 @@ class Auditor:
         finally:
             if self.progress is not None:
                 self.progress.done()
+        self.cluster.finish(self)
         if self.configmaps is not None:
             self.coverage.problems.extend(self.configmaps.problems)
         self.result.offenders = sorted(
@@ -141,7 +146,7 @@ class Auditor:
             scope = ListScope(namespace, self.scope.selector, field_selector)
             lister = Lister(self.api, served, scope, self.scope.page_size)
             try:
-                for page in lister.pages():
+                for page in ahead(lister.pages()):
                     for obj in page:
                         self._one(entry, obj)
                     self._report_progress(entry, namespace)
@@ -165,6 +170,7 @@ class Auditor:
     def _one(self, entry: KindCoverage, obj: dict[str, Any]) -> None:
         entry.seen += 1
         self._total += 1
+        self.cluster.observe(entry.kind, entry.api_version, obj)
         meta = obj.get("metadata")
         meta = meta if isinstance(meta, Mapping) else {}
         if meta.get("namespace") in self.scope.exclude_namespaces:
@@ -192,6 +198,7 @@ class Auditor:
         if not is_pod and isinstance(meta.get("uid"), str):
             self._audited.add(meta["uid"])
         self._record(entry, obj, evaluation, meta.get("uid"))
+        self.cluster.judged(obj, evaluation)
 
     def _owned(self, meta: Mapping[str, Any]) -> bool:
         owners = meta.get("ownerReferences")

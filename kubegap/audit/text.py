@@ -25,7 +25,8 @@ def _pieces(result: AuditResult, cluster: str) -> Iterator[str]:
     yield f"kubegap audit{f' of {cluster}' if cluster else ''}\n\n"
     yield from _rules(result)
     yield from _offenders(result.offenders)
-    yield from _findings(result.spool.findings("worst"))
+    yield from _findings(f for f in result.spool.findings("worst") if f.scope == "workload")
+    yield from _cluster(result)
     yield from _coverage(result.coverage)
     yield "\n" + summary_line(result.summary) + "\n"
 
@@ -67,8 +68,8 @@ def _offenders(offenders: list[Offender]) -> Iterator[str]:
     yield "\n"
 
 
-def _findings(findings: Iterable[Finding]) -> Iterator[str]:
-    yield "Findings\n"
+def _findings(findings: Iterable[Finding], title: str = "Findings") -> Iterator[str]:
+    yield f"{title}\n"
     count = 0
     for f in findings:
         count += 1
@@ -84,6 +85,21 @@ def _findings(findings: Iterable[Finding]) -> Iterator[str]:
             yield f"           fix: {f.remediation}\n"
     yield "" if count else "  none\n"
     yield "\n"
+
+
+def _cluster(result: AuditResult) -> Iterator[str]:
+    """GPU nodes and node pools: the per-node rules and those judged over the cluster's lists."""
+    yield "Cluster validations (GPU nodes and node pools)\n"
+    section = result.cluster
+    if section is not None and section.status != "evaluated":
+        yield f"  pools and monitors {section.status}: {section.reason}\n"
+    if section is not None and section.pools:
+        header = f"{'SPARES':>6} {'GANG':>5} {'NODES':>5}  POOL"
+        yield f"  {header}  (idle healthy spare nodes; nodes the largest gang holds; GPU nodes)\n"
+        for pool in section.pools:
+            gang = f"  (largest gang {pool['largestGangName']})" if pool["largestGangName"] else ""
+            yield f"  {pool['spares']:>6} {pool['largestGang']:>5} {pool['nodes']:>5}  {pool['name']}{gang}\n"
+    yield from _findings((f for f in result.spool.findings("worst") if f.scope != "workload"), "  findings")
 
 
 def _coverage(coverage: Coverage) -> Iterator[str]:

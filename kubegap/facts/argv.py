@@ -7,9 +7,11 @@ token remembers which `command[i]`/`args[i]` element it came from, so a finding 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from kubegap import raw
 from kubegap.fieldpath import FieldPath
@@ -174,7 +176,14 @@ def _raw_words(command: Sequence[object], args: Sequence[object]) -> Iterator[tu
 def tokenize(container: Mapping[str, object]) -> CommandLine:
     command = container.get("command")
     args = container.get("args")
-    words = list(_raw_words(raw.items(command), raw.items(args)))
+    return _parse(tuple(_raw_words(raw.items(command), raw.items(args))))
+
+
+# Keyed by content: the pods of one job, and the jobs of one team, share their command lines, so an audit
+# tokenises each distinct command once. Bounded, so a cluster of distinct commands keeps memory flat; a
+# CommandLine is immutable (its flag index is a read-only view), so sharing one is safe.
+@functools.lru_cache(maxsize=2048)
+def _parse(words: tuple[tuple[str, FieldPath], ...]) -> CommandLine:
     tokens: list[Token] = []
     scripts: list[tuple[list[str], FieldPath, int]] = []
     script_next = False
@@ -199,7 +208,7 @@ def tokenize(container: Mapping[str, object]) -> CommandLine:
         tuple(tokens),
         tuple(env),
         tuple(_mpirun_forwards(tokens)),
-        {k: tuple(v) for k, v in index.items()},
+        MappingProxyType({k: tuple(v) for k, v in index.items()}),
         tuple(_overrides(tokens)),
         any(t.text.rsplit("/", 1)[-1] in _MPI_LAUNCHERS for t in tokens),
         tuple(sourced),

@@ -332,6 +332,20 @@ NODE = record(
         ),
         "status.conditions",
     ),
+    fact("marks", ListOf(STRING), "every label, then every annotation, as key=value (line breaks as spaces)"),
+    fact(
+        "deepChecks",
+        ListOf(
+            record(
+                "a timestamped deep-check result",
+                fact("label", STRING, "the label that holds it"),
+                fact("result", STRING, "the result word: PASS, ERR, …"),
+                fact("ran", STRING, "when the check ran, YYYY-MM-DD HH:MM UTC"),
+                fact("ageSeconds", DOUBLE, "its age when the facts were gathered", "s"),
+            )
+        ),
+        "labels whose value is a timed result (IBM Autopilot's RESULT_YYYY-MM-DD_HH.MM.SSUTC[_tests])",
+    ),
 )
 NODE_OBJECT = record(
     "facts of a Node",
@@ -368,6 +382,30 @@ CLAIM_OBJECT = record(
     fact("group", STRING, "resource.k8s.io"),
 )
 
+# Cluster scopes (facts/cluster.py): judged by the audit over its Node and Pod lists (RULES.md §2 v3).
+CLUSTER_NODE = extend(
+    NODE,
+    "a GPU node with the pods bound to it",
+    fact("name", STRING, "the node's name"),
+    fact("images", ListOf(STRING), "container images of the pods bound to it that have not finished, sorted"),
+)
+POOL = record(
+    "a node pool: the GPU nodes sharing a value of the pool label",
+    fact("name", STRING, "`<label>=<value>`, or `<label> unset`"),
+    fact("nodes", INT, "GPU nodes in the pool", "nodes"),
+    fact("spares", INT, "schedulable nodes with no node-policy failure and no unfinished GPU pod", "nodes"),
+    fact("spareNodes", ListOf(STRING), "the first 10 spares' names, sorted"),
+    fact("busy", INT, "nodes running an unfinished GPU pod", "nodes"),
+    fact("unhealthy", INT, "nodes unschedulable or failing a node policy", "nodes"),
+    fact("largestGang", INT, "the most nodes of the pool one gang's GPU pods are bound to", "nodes"),
+    fact("largestGangName", STRING, "that gang, `namespace/name` (empty when none)"),
+)
+POOL_OBJECT = record(
+    "facts of a node pool",
+    fact("kind", STRING, "NodePool"),
+    fact("group", STRING, "kubegap.dev"),
+)
+
 # The CEL variables each scope's expressions see, beside `object`, `params`, `paramsText` and `variables`.
 SCOPES: Mapping[str, Mapping[str, Record]] = {
     "workload": {"facts": WORKLOAD},
@@ -375,6 +413,8 @@ SCOPES: Mapping[str, Mapping[str, Record]] = {
     "container": {"facts": WORKLOAD, "template": TEMPLATE, "container": CONTAINER},
     "node": {"facts": NODE_OBJECT, "node": NODE},
     "claim": {"facts": CLAIM_OBJECT, "claim": CLAIM},
+    "cluster-node": {"facts": NODE_OBJECT, "node": CLUSTER_NODE},
+    "pool": {"facts": POOL_OBJECT, "pool": POOL},
 }
 
 

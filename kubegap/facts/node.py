@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubegap import raw
+from kubegap.facts.health import health_facts
 from kubegap.facts.knobs import Catalogue
 from kubegap.facts.model import ObjectFacts, Unit
 from kubegap.quantities import count
@@ -39,6 +40,7 @@ def node_facts(obj: Mapping[str, Any], catalogue: Catalogue) -> dict[str, Any]:
             for c in conditions
             if isinstance(c, Mapping)
         ],
+        **health_facts(raw.mapping(obj.get("metadata"))),  # marks of node-health systems (facts/health.py)
     }
 
 

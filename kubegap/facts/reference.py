@@ -8,9 +8,12 @@ from collections.abc import Iterator
 from kubegap.facts.contract import (
     CLAIM,
     CLAIM_OBJECT,
+    CLUSTER_NODE,
     CONTAINER,
     NODE,
     NODE_OBJECT,
+    POOL,
+    POOL_OBJECT,
     SCOPES,
     SETTINGS,
     TEMPLATE,
@@ -44,6 +47,9 @@ _SECTIONS: tuple[tuple[str, str, Record, str], ...] = (
     ("container", "`container`: each container", CONTAINER, "Container scope; init containers are not read."),
     ("node", "`node`: each Node", NODE, "Node scope."),
     ("facts", "`facts` of a Node", NODE_OBJECT, "Node scope: a Node has no workload facts."),
+    ("node", "`node`: each GPU node with its pods", CLUSTER_NODE, "Cluster-node scope (audit only)."),
+    ("pool", "`pool`: each node pool", POOL, "Pool scope (audit only)."),
+    ("facts", "`facts` of a node pool", POOL_OBJECT, "Pool scope: a pool is no API object."),
     ("claim", "`claim`: each DRA claim", CLAIM, "Claim scope: ResourceClaim and ResourceClaimTemplate."),
     ("facts", "`facts` of a DRA claim", CLAIM_OBJECT, "Claim scope: a claim has no workload facts."),
 )

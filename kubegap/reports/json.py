@@ -1,8 +1,9 @@
 """`--format json`: one object, {"findings": [...], "summary": {...}}, as RULES.md §4 fixes it.
 
-Then the audit's "coverage", and "workloads": training workloads with their cost (lint's costliest first,
-the audit's worst offenders). Written one finding at a time, so that a cluster with
-hundreds of thousands of findings is never held in memory; the bytes are those of one `json.dumps` call.
+Then the audit's "coverage", "workloads": training workloads with their cost (lint's costliest first,
+the audit's worst offenders), and the audit's "cluster" section (the cluster validations' status and
+pools). Written one finding at a time, so that a cluster with hundreds of thousands of findings is never
+held in memory; the bytes are those of one `json.dumps` call.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ def render(report: Report) -> Iterator[str]:
     if report.audit is not None:
         extra["coverage"] = report.audit.coverage.to_json()
     extra["workloads"] = [w.to_json() for w in report.workloads]
+    if report.audit is not None and report.audit.cluster is not None:  # RULES.md §2 v3: status and pools
+        extra["cluster"] = report.audit.cluster.to_json()
     for key, value in extra.items():
         yield f", {_dump(key)}: {_dump(value)}"
     yield "}\n"

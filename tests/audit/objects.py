@@ -47,6 +47,24 @@ def pod(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": [container]}}
 
 
+def monitor(
+    node_name: str, image: str = "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.7-3.5.0-ubuntu22.04"
+) -> dict[str, Any]:
+    """A health monitor's DaemonSet pod running on a node (what link-monitor looks for)."""
+    return bound(pod(f"monitor-{node_name}", "gpu-operator", gpus=0), node_name, image=image)
+
+
+def bound(
+    obj: dict[str, Any], node_name: str, phase: str = "Running", image: str | None = None
+) -> dict[str, Any]:
+    """The pod as the scheduler and kubelet left it: on a node, in a phase."""
+    obj["spec"]["nodeName"] = node_name
+    obj["status"] = {"phase": phase}
+    if image is not None:
+        obj["spec"]["containers"][0]["image"] = image
+    return obj
+
+
 def node(name: str, gpus: int = 8, allocatable: int | None = None) -> dict[str, Any]:
     gpu = {"nvidia.com/gpu": str(gpus)}
     alloc = {"nvidia.com/gpu": str(gpus if allocatable is None else allocatable)}

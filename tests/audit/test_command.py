@@ -14,13 +14,13 @@ from kubegap.findings import Finding, ObjectRef, Result, Severity, Summary
 from kubegap.reports import json as json_report
 from kubegap.reports.report import Report
 from tests.audit.invoke import run
-from tests.audit.objects import node, pod, pytorchjob
+from tests.audit.objects import monitor, node, pod, pytorchjob
 from tests.support.apiserver import ApiServer, Fault
 
 
 @pytest.fixture
 def healthy(apiserver: ApiServer) -> ApiServer:
-    apiserver.load([node("gpu-0"), pod("cpu-only", namespace="default", gpus=0)])
+    apiserver.load([node("gpu-0"), pod("cpu-only", namespace="default", gpus=0), monitor("gpu-0")])
     return apiserver
 
 
@@ -64,7 +64,8 @@ def test_json_carries_findings_summary_and_coverage(
 ) -> None:
     _, out, _ = run(capsys, "--kubeconfig", str(kubeconfig), "--format", "json")
     doc = json.loads(out)
-    assert list(doc) == ["findings", "summary", "coverage", "workloads"]
+    assert list(doc) == ["findings", "summary", "coverage", "workloads", "cluster"]
+    assert doc["cluster"]["status"] == "evaluated" and doc["cluster"]["gpuNodes"] == 1
     [workload] = doc["workloads"]  # the training workload, priced (the Node is not a workload)
     assert workload["object"]["name"] == "job" and workload["totalGpus"] == 16
     assert workload["lostGpuHoursPerMonth"] > 0

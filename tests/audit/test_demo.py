@@ -31,6 +31,13 @@ def test_audit_demo_runs_end_to_end_and_reports_the_degraded_node() -> None:
     assert out.startswith("kubegap audit of http://127.0.0.1:")
     assert "gpu-node-health/gpus-healthy  Node/demo-gpu-2" in out
     assert "Node/demo-gpu-0" not in out and "Node/demo-gpu-1" not in out  # healthy nodes pass
+    cluster = out[out.index("Cluster validations") : out.index("Coverage:")]
+    assert "link-monitor/monitor-running  Node/demo-gpu-2" in cluster  # its monitor pod is missing
+    assert "hot-spares/spares-available  NodePool/node.kubernetes.io/instance-type=demo.8gpu" in cluster
+    assert "0 idle healthy spare node(s) for a largest gang of 2 nodes (demo-training/demo-llm)" in cluster
+    assert "gpu-node-health/gpus-healthy  Node/demo-gpu-2" in cluster
+    findings = out[out.index("Findings") : out.index("Cluster validations")]
+    assert "Node/" not in findings, "node and pool findings are in the cluster section only"
     assert "Coverage: complete" in out
     assert "nccl-timeout/timeout-bounded" in out
     assert "serving" in done.stderr and "3 GPU nodes, one degraded" in done.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 # The finding record of RULES.md §4, plus `unresolved` (§3: an unseen value is listed, never silently a pass)
-# and `containers` (§4: every container an identical finding covers).
+# `containers` (§4: every container an identical finding covers) and `scope` (§4: workload, node or cluster).
 RECORD_FIELDS = frozenset(
     {
         "policy",
@@ -28,6 +28,7 @@ RECORD_FIELDS = frozenset(
         "unresolved",
         "impact",
         "containers",
+        "scope",
     }
 )
 

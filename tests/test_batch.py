@@ -1,0 +1,137 @@
+"""One CEL program per scope (kubegap.batch) gives exactly the results of each validation run alone, and an
+error in one validation is still reported for that validation only."""
+
+from __future__ import annotations
+
+import copy
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubegap import cel, testing
+from kubegap.config import Settings
+from kubegap.evaluate import Engine, build_engine
+from kubegap.findings import Result
+from tests.test_evaluate import engine_for, policy_text, pytorchjob
+
+EXAMPLES = list(testing.discover(Path(str(files("kubegap.policies")))))
+
+
+def _alone(engine: Engine) -> Engine:
+    """The same engine with no scope programs: every validation runs alone, as before batching."""
+    alone = copy.copy(engine)
+    alone.scope_programs = {}
+    return alone
+
+
+def _objects() -> list[dict[str, Any]]:
+    out = []
+    for example in EXAMPLES:
+        out += [d for d in yaml.safe_load_all(example.path.read_text()) if isinstance(d, dict)]
+    return out
+
+
+@pytest.mark.parametrize("backend", cel.BACKENDS)
+def test_batched_results_equal_each_validation_alone_on_every_example(backend: str) -> None:
+    engine = build_engine(Settings(cel_backend=backend))
+    assert {scope for _, scope in engine.scope_programs} >= {"workload", "template", "container", "node"}
+    alone = _alone(engine)
+    objects = _objects()
+    assert len(objects) > 100
+    for obj in objects:
+        batched, single = engine.evaluate(obj), alone.evaluate(obj)
+        assert batched.results == single.results, obj.get("metadata", {}).get("name")
+
+
+def test_a_unit_costs_one_call_per_scope_not_one_per_validation(monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = build_engine(Settings(cel_backend="cel-expr"))
+    obj = pytorchjob()
+    calls = {"n": 0}
+    for compiled in engine.compiled:
+        for validation in compiled.validations:
+            for name in ("expression", "applies_to", "message_expression", "field_path"):
+                program = getattr(validation, name)
+                if program is not None and not _reads_sized_variables(validation, name):
+                    object.__setattr__(validation, name, _counting(program, calls))
+    results = engine.evaluate(obj).results
+    assert any(r.result is Result.PASS for r in results)
+    assert any(r.result is Result.FAIL and r.message for r in results)
+    assert calls["n"] == 0  # every verdict, message and path came from the scope programs
+
+
+def _reads_sized_variables(validation: Any, name: str) -> bool:
+    """A message whose budget depends on the variables' sizes is evaluated alone, by design."""
+    spec = validation.validation
+    source = {"message_expression": spec.message_expression, "field_path": spec.field_path_expression}.get(
+        name
+    )
+    return bool(source and "variables." in source and ".map(" in source)
+
+
+def _counting(program: Any, calls: dict[str, int]) -> Any:
+    def run(activation: Any) -> Any:
+        calls["n"] += 1
+        return program(activation)
+
+    return run
+
+
+ERRING = """\
+- name: fine
+  expression: "size(object.spec.pytorchReplicaSpecs) > 0"
+- name: broken
+  expression: "object.spec.noSuchField == 1"
+- name: failing
+  expression: "size(object.spec.pytorchReplicaSpecs) > 5"
+  message: too few replica specs
+"""
+
+
+def test_an_error_in_one_validation_is_reported_for_it_and_its_siblings_keep_their_verdicts(
+    tmp_path: Path, backend: str
+) -> None:
+    engine = engine_for(tmp_path, backend, policy_text("erring", "workload", ERRING))
+    assert engine.scope_programs  # the batch exists; it errs at run time and each validation runs alone
+    results = {r.rule: r for r in engine.evaluate(pytorchjob()).results}
+    assert results["fine"].result is Result.PASS
+    assert results["broken"].result is Result.ERROR
+    assert results["failing"].result is Result.FAIL
+    assert results["failing"].message == "too few replica specs"
+
+
+NON_BOOL = """\
+- name: gives-a-string
+  expression: "'yes'"
+- name: fine
+  expression: "true"
+- name: odd-applies
+  appliesTo: "'sometimes'"
+  expression: "false"
+"""
+
+
+def test_a_non_bool_verdict_is_an_error_and_a_non_bool_applies_to_does_not_apply(
+    tmp_path: Path, backend: str
+) -> None:
+    engine = engine_for(tmp_path, backend, policy_text("nonbool", "workload", NON_BOOL))
+    results = {r.rule: r for r in engine.evaluate(pytorchjob()).results}
+    assert results["gives-a-string"].result is Result.ERROR
+    assert "not a bool" in results["gives-a-string"].message
+    assert results["fine"].result is Result.PASS
+    assert "odd-applies" not in results
+
+
+def test_a_policy_that_does_not_apply_gives_nothing_batched(tmp_path: Path, backend: str) -> None:
+    text = policy_text("never", "container", '- {name: always, expression: "false"}', applies_to="false")
+    engine = engine_for(tmp_path, backend, text)
+    assert engine.scope_programs
+    assert engine.evaluate(pytorchjob()).results == ()
+
+
+@pytest.fixture(params=cel.BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    return name
