@@ -38,6 +38,7 @@ SCOPE_BINDINGS: Mapping[str, tuple[str, ...]] = {
     "node": ("node",),
     "cluster-node": ("node",),
     "pool": ("pool",),
+    "claim": ("claim",),
 }
 
 # (id(policy), id(unit)) -> rule -> () where its appliesTo does not hold, (verdict,) otherwise, or

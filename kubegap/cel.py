@@ -26,6 +26,7 @@ VARIABLES = (
     "template",
     "container",
     "node",
+    "claim",
     "pool",
     "variables",
     "kubegapUnits",

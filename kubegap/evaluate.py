@@ -184,7 +184,9 @@ def _pricing(policies: Sequence[CompiledPolicy]) -> dict[tuple[str, str], pricin
             if v.impact_term is None:
                 continue
             limit = float(compiled.params[v.impact_param]) if v.impact_param else None
-            out[(policy.id, v.name)] = pricing.Pricing(v.impact_term, limit, policy.severity_from_impact)
+            # an info validation is advice: priced, but its severity is not raised (RULES.md v3)
+            escalate = policy.severity_from_impact and v.severity is not Severity.INFO
+            out[(policy.id, v.name)] = pricing.Pricing(v.impact_term, limit, escalate)
     return out
 
 

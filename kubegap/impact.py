@@ -96,6 +96,9 @@ class Inputs:
     runtime: Term  # T, capped at a month
     save: Term  # δ
     tax: float = 0.0  # θ, while a finding that slows every step fails
+    # A restart finds no checkpoint (lost with the pod, or never loaded): each failure loses the run so
+    # far, on average T/2, instead of τ/2; the saves are still paid.
+    from_scratch: bool = False
 
     @property
     def failures(self) -> float:
@@ -104,8 +107,8 @@ class Inputs:
 
     @property
     def rework(self) -> float:
-        """τ in hours: the interval, or the whole run when nothing is saved."""
-        return self.interval.hours if self.interval else self.runtime.hours
+        """τ in hours: the interval, or the whole run when nothing is saved or nothing is found again."""
+        return self.interval.hours if self.interval and not self.from_scratch else self.runtime.hours
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -117,6 +120,7 @@ class Inputs:
             "runtime": self.runtime.to_json(),
             "checkpointSave": self.save.to_json(),
             "throughputTax": self.tax,
+            "restartsFromScratch": self.from_scratch,
         }
 
 

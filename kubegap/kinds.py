@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any
 
 from kubegap import facts, workloads
-from kubegap.facts import env, lifecycle
+from kubegap.facts import claim, env, lifecycle
 from kubegap.facts.knobs import Catalogue
 from kubegap.fieldpath import FieldPath, render
 from kubegap.workloads import KUBEFLOW_REPLICA_SPECS, KindInfo, Workload
@@ -36,10 +36,16 @@ def _as_node(
     return facts.gather_node(obj, catalogue)
 
 
+def _as_claim(
+    row: Kind, obj: Mapping[str, Any], catalogue: Catalogue, configmaps: env.ConfigMaps
+) -> facts.ObjectFacts:
+    return claim.gather_claim(obj)
+
+
 @dataclass(frozen=True, slots=True)
 class Kind:
     info: KindInfo
-    templates: workloads.Extract | None  # None: not a workload (a Node)
+    templates: workloads.Extract | None  # None: not a workload (a Node, a DRA claim)
     gather: Gather = _as_workload
     serving: bool = False  # apps/v1 kinds and LeaderWorkerSet: not training unless labelled so
     admitted: bool = True  # the chart's webhook intercepts it (Nodes: audit and lint only)
@@ -50,7 +56,7 @@ class Kind:
     upstream: str = ""  # docs/kinds.md: the upstream API types the paths were checked against
 
     def workload(self, obj: Mapping[str, Any]) -> Workload:
-        assert self.templates is not None  # rows without templates gather as nodes
+        assert self.templates is not None  # rows without templates gather their own facts
         info = self.info
         return Workload(info.group, info.kind, self.serving, self.templates(obj), self.restart, self.deadline)
 
@@ -104,6 +110,7 @@ _TRAIN_JOB_ROLES = (
 _RAY_ROLES = "`head` (`spec.headGroupSpec.template`); `workerGroupSpecs[i].groupName` (`….template`)"
 _RAY_PODS = "head 1; workers `replicas`, else `minReplicas`, else 1"
 _APPS = "Kubernetes apps API"
+_DRA = "kubernetes/api `resource/v1/types.go`, `resource/v1beta1/types.go`"
 _LWS_ROLES = "`leader` (`spec.leaderWorkerTemplate.leaderTemplate`, if set); `worker` (`…workerTemplate`)"
 _LWS_PODS = (
     f"leader: `spec.replicas` (default 1); worker: `spec.replicas` {_TIMES} (`size` - 1), or {_TIMES} "
@@ -170,6 +177,15 @@ KINDS: tuple[Kind, ...] = (
           roles="`DaemonSet` (`spec.template`)", pods="1", upstream=_APPS),
     _kind("/Node@v1", "nodes", None, gather=_as_node, namespaced=False, admitted=False,
           roles="none: a Node's own facts (capacity, conditions, taints)", upstream="Kubernetes core API"),
+    # DRA claims: no pod template; their device requests are the `claim` scope (facts/claim.py).
+    # resource.k8s.io is GA at v1 (Kubernetes 1.34); older servers serve v1beta2 or v1beta1.
+    *(
+        _kind(f"resource.k8s.io/{kind}@v1,v1beta2,v1beta1", f"{kind.lower()}s", None, gather=_as_claim,
+              roles=f"none: the claim's device requests ({path})", upstream=_DRA)
+        for kind, path in (
+            ("ResourceClaim", "`spec.devices`"), ("ResourceClaimTemplate", "`spec.spec.devices`")
+        )
+    ),
 )  # fmt: skip
 
 _BY_KEY: Mapping[tuple[str, str], Kind] = {(k.info.group, k.info.kind): k for k in KINDS}
@@ -194,7 +210,7 @@ def kind_info(obj: Mapping[str, Any]) -> KindInfo | None:
 
 
 def workload_of(obj: Mapping[str, Any]) -> Workload | None:
-    """The workload view of a supported object; None for unsupported kinds (and Nodes)."""
+    """The workload view of a supported object; None for unsupported kinds (and Nodes, DRA claims)."""
     row = row_of(obj)
     return None if row is None or row.templates is None else row.workload(obj)
 

@@ -16,6 +16,7 @@ from kubegap.facts import ObjectFacts
 from kubegap.findings import Finding, Impact, ObjectRef, Result, Severity, WorkloadCost
 from kubegap.impact import ImpactSettings, Inputs, Term, lost_gpu_hours, severity_for, young_interval
 
+_UNKNOWN = "the cost model cannot price it: what the fix would change is not known (unresolved)"
 HANG_HOURS = 0.5  # IL-0421: a collective with nothing to end it hung 30 minutes until the agent killed it
 ASYNC_VARIABLES = ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING")
 
@@ -35,6 +36,7 @@ class Situation:
     runtime: Term
     save: Term
     slow: bool = False  # a rule that taxes every step (a slow network path) fails
+    from_scratch: bool = False  # a restart finds no checkpoint: lost with the pod, or never loaded
     # torchrun restarts in place first: after losing a node the others wait this long in rendezvous
     rendezvous: Term | None = None
 
@@ -121,7 +123,15 @@ def situation(facts: ObjectFacts, settings: ImpactSettings) -> Situation | None:
         interval_note=note,
         runtime=runtime,
         save=_declared(checkpoint.get("saveTime"), settings.checkpoint_save_seconds, "checkpointSaveSeconds"),
+        from_scratch=_from_scratch(own.get("recovery", {})),
     )
+
+
+def _from_scratch(recovery: Mapping[str, Any]) -> bool:
+    """Checkpoints a restart cannot use: on storage lost with the pod, or never loaded (RULES.md v3). A
+    directory kubegap cannot place is not counted: the model prices what it knows."""
+    lost = recovery.get("storage", {}).get("kind") == "lost"
+    return bool(lost or recovery.get("resume", {}).get("state", "latest") != "latest")
 
 
 def inputs(s: Situation, settings: ImpactSettings) -> Inputs:
@@ -144,6 +154,8 @@ def inputs(s: Situation, settings: ImpactSettings) -> Inputs:
     runtime = s.runtime
     if interval is None:  # all work since the start is lost: say why the run length stands in
         runtime = Term(s.runtime.hours, f"{s.interval_note}: the run length, {s.runtime.source}")
+    elif s.from_scratch:  # each failure loses the run so far: T/2 on average, where T stood in for τ
+        runtime = Term(s.runtime.hours, f"a restart finds no checkpoint: the run length, {s.runtime.source}")
     return Inputs(
         gpus=s.gpus,
         failures_per_gpu_hour=settings.failures_per_gpu_hour,
@@ -153,6 +165,7 @@ def inputs(s: Situation, settings: ImpactSettings) -> Inputs:
         runtime=runtime,
         save=s.save,
         tax=settings.throughput_tax if s.slow else 0.0,
+        from_scratch=s.from_scratch and interval is not None,
     )
 
 
@@ -198,6 +211,12 @@ FIXES: Mapping[str, Fix] = {
     "livenessProbe": _fix_liveness,
     "autoRestart": lambda s, _: replace(s, auto_restart=True, restart_detail="restarts by itself"),
     "throughputTax": lambda s, _: replace(s, slow=False),
+    "restartFromScratch": lambda s, _: replace(s, from_scratch=False),
+    # An asynchronous save blocks only while the state is copied to host memory; taken as no block at all,
+    # so the saving is an upper bound.
+    "asyncSave": lambda s, _: replace(
+        s, save=Term(0.0, "asynchronous saves (the copy to host memory left out)")
+    ),
     "rendezvousTimeout": _fix_rendezvous,
 }
 TERMS_WITH_PARAM = frozenset(
@@ -253,7 +272,7 @@ class _Model:
         self.situation, self.pricing, self.settings = now, pricing, settings
         self.now_inputs = inputs(now, settings)
         self.now = lost_gpu_hours(self.now_inputs)
-        self._fixed: dict[tuple[str, float | None], tuple[Inputs, float]] = {}
+        self._fixed: dict[tuple[str, float | None], tuple[Inputs, float | None]] = {}
         self._unpriced = Impact(None, "the cost model does not price this rule", self.now_inputs, None)
 
     def priced(self, finding: Finding) -> Finding:
@@ -268,9 +287,15 @@ class _Model:
             return replace(finding, impact=unpriced)
         key = (how.term, how.limit)
         if key not in self._fixed:
-            fixed = inputs(FIXES[how.term](self.situation, how.limit), self.settings)
-            self._fixed[key] = (fixed, self.now - lost_gpu_hours(fixed))
+            after = FIXES[how.term](self.situation, how.limit)
+            if after == self.situation:  # the model does not know what the finding costs (unresolved)
+                self._fixed[key] = (self.now_inputs, None)
+            else:
+                fixed = inputs(after, self.settings)
+                self._fixed[key] = (fixed, self.now - lost_gpu_hours(fixed))
         fixed, saved = self._fixed[key]
+        if saved is None:
+            return replace(finding, impact=Impact(None, _UNKNOWN, self.now_inputs, None))
         impact = Impact(saved, None, self.now_inputs, fixed)
         if not how.severity_from_impact:
             return replace(finding, impact=impact)

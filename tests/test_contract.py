@@ -10,14 +10,13 @@ from typing import Any
 
 import pytest
 
-from kubegap import facts, manifests, policy, schema, testing
+from kubegap import facts, kinds, manifests, policy, schema, testing
 from kubegap.activation import expressions
 from kubegap.audit import demo
 from kubegap.cli import main
 from kubegap.errors import PolicyError
 from kubegap.facts import contract, declare, knobs, reads, reference
 from kubegap.facts.cluster import ClusterView, node_unit_facts, pools
-from kubegap.kinds import kind_info, workload_of
 from kubegap.lint import configmaps_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,15 +30,9 @@ def _gathered() -> Iterator[tuple[str, facts.ObjectFacts]]:
         configmaps = configmaps_of(documents)
         for index, document in enumerate(documents):
             obj, label = document.obj, f"{example.policy}/{example.path.name}#{index}"
-            info = kind_info(obj) if obj is not None else None
-            if obj is None or info is None:
-                continue
-            if (info.group, info.kind) == ("", "Node"):
-                yield label, facts.gather_node(obj, catalogue)
-                continue
-            workload = workload_of(obj)
-            if workload is not None:
-                yield label, facts.gather(obj, workload, catalogue, configmaps)
+            gathered = kinds.gather(obj, catalogue, configmaps) if obj is not None else None
+            if gathered is not None:
+                yield label, gathered
 
 
 def _cluster_gathered() -> Iterator[tuple[str, facts.ObjectFacts]]:
@@ -62,14 +55,9 @@ GATHERED = list(_gathered()) + list(_cluster_gathered())
 
 def _departures(gathered: facts.ObjectFacts) -> list[str]:
     scopes = {s for s, units in gathered.units.items() if units}
-    objects = {
-        "node": contract.NODE_OBJECT,
-        "cluster-node": contract.NODE_OBJECT,
-        "pool": contract.POOL_OBJECT,
-    }
-    object_facts = (
-        objects.get(next(iter(scopes)), contract.WORKLOAD) if len(scopes) == 1 else contract.WORKLOAD
-    )
+    # kinds that are not workloads, and the audit's cluster units, have object facts of their own
+    own = next((s for s in scopes if s in ("node", "claim", "cluster-node", "pool")), "workload")
+    object_facts = contract.SCOPES[own]["facts"]
     found = declare.problems(dict(gathered.facts), object_facts, "facts")
     for scope, units in gathered.units.items():
         declared = contract.SCOPES[scope]

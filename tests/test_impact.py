@@ -191,3 +191,43 @@ def test_the_readme_shows_the_priced_finding_kubegap_prints(capsys: pytest.Captu
         str(EXAMPLES / "fail-4096-gpus-five-hour-interval.yaml"), example
     )
     assert printed.startswith(shown)
+
+
+def test_a_restart_from_scratch_loses_the_run_so_far_and_still_pays_the_saves() -> None:
+    kept = replace(_il0421(10), runtime=Term(72, "T"))
+    lost = replace(kept, from_scratch=True)
+    per_failure = 0.5 + 10 / 60 + 72 / 2
+    saves = 720 / (10 / 60) * (30 / 3600)
+    assert lost_gpu_hours(lost) == pytest.approx(4096 * (40 * per_failure + saves))
+    assert lost_gpu_hours(lost) > lost_gpu_hours(kept)
+
+
+RECOVERY = Path(str(files("kubegap.policies"))) / "checkpoint-recovery" / "examples"
+
+
+def _recovery(engine: Engine, name: str) -> dict[str, tuple[Severity, float | None, str | None]]:
+    [doc] = [d for d in manifests.read([str(RECOVERY / name)]) if d.obj is not None]
+    assert doc.obj is not None
+    return {
+        f.rule: (f.severity, f.impact.saved, f.impact.reason)
+        for f in engine.evaluate(doc.obj).results
+        if f.result is Result.FAIL and f.policy == "checkpoint-recovery" and f.impact
+    }
+
+
+def test_checkpoints_lost_with_the_pod_are_priced_as_restarts_from_scratch(engine: Engine) -> None:
+    severity, saved, _ = _recovery(engine, "fail-megatron-emptydir.yaml")["storage-persistent"]
+    assert saved is not None and saved > 500 and severity is Severity.HIGH
+
+
+def test_a_directory_kubegap_cannot_place_is_not_priced(engine: Engine) -> None:
+    severity, saved, reason = _recovery(engine, "fail-output-dir-from-secret.yaml")["storage-persistent"]
+    assert (severity, saved) == (Severity.HIGH, None)
+    assert reason is not None and "unresolved" in reason
+
+
+def test_advice_is_priced_but_stays_info(engine: Engine) -> None:
+    severity, saved, _ = _recovery(engine, "fail-torchtitan-sync-saves-large.yaml")["save-async"]
+    # 512 GPUs, a 20 s save every 200 s: 10% of the month, the upper bound of what async saves recover
+    assert severity is Severity.INFO
+    assert saved == pytest.approx(512 * 720 * 0.1)

@@ -67,7 +67,8 @@ def test_each_row_gathers_its_kind(row: kinds.Kind) -> None:
     assert gathered is not None
     assert gathered.facts["kind"] == row.info.kind and gathered.facts["group"] == row.info.group
     scopes = set(gathered.units)
-    assert scopes == ({"node"} if row.templates is None else {"workload", "template", "container"})
+    own = {"claim"} if row.info.group == "resource.k8s.io" else {"node"}  # kinds that are not workloads
+    assert scopes == (own if row.templates is None else {"workload", "template", "container"})
     assert ("restart" in gathered.facts) == (row.restart is not None)
     assert kinds.kind_info(obj) == row.info
 

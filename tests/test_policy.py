@@ -100,6 +100,19 @@ BUNDLED: dict[str, tuple[Severity, str, dict[str, tuple[Severity, str]], dict[st
             "maxDeepCheckAge": 720 * 3600.0,
         },
     ),
+    "checkpoint-recovery": (
+        Severity.HIGH,
+        "workload",
+        {
+            "storage-persistent": (Severity.HIGH, "workload"),
+            "resume-latest": (Severity.HIGH, "workload"),
+            "grace-covers-save": (Severity.MEDIUM, "workload"),
+            "save-async": (Severity.INFO, "workload"),
+        },
+        {"maxSyncInterval": 600.0, "largeJobAccelerators": 512},
+    ),
+    "gpu-nic-alignment": (Severity.MEDIUM, "claim", {"pcie-root-aligned": (Severity.MEDIUM, "claim")}, {}),
+    "gpu-nic-rails": (Severity.MEDIUM, "container", {"hca-per-gpu": (Severity.MEDIUM, "container")}, {}),
     "hot-spares": (
         Severity.MEDIUM,
         "pool",

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubegap import durations, raw
-from kubegap.facts import argv, env, mpi, readings, recorder, torchrun, transport
+from kubegap.facts import argv, env, mpi, persistence, rails, readings, recorder, torchrun, transport
 from kubegap.facts.knobs import Catalogue, Framework
 from kubegap.facts.model import Scratch, UnreadableCount, longest, seconds
 from kubegap.fieldpath import render
@@ -113,6 +113,12 @@ def gather(
         )
     if timeout is not None:
         facts["collectiveTimeout"] = timeout
+    hca = rails.ib_hca(environment)
+    if hca is not None:
+        facts["ibHca"] = hca
+    recovery = persistence.container_facts(scratch, template, container, cmd, environment)
+    if recovery:
+        facts["recovery"] = recovery
     liveness = _liveness(container)
     if liveness:
         facts["liveness"] = liveness

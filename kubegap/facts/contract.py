@@ -158,6 +158,42 @@ FLIGHT_RECORDER = record(
     fact("fileUnresolved", BOOL, "kubegap cannot place the prefix (unseen or relative)"),
 )
 
+# RULES.md v3: checkpoint-recovery (kubegap/facts/persistence.py)
+_SWITCH = record(
+    "a switch",
+    fact("on", BOOL, "switched on"),
+    *WHERE.fields,
+)
+_STORAGE = record(
+    "where checkpoints are written",
+    fact("kind", STRING, "persistent, object-store, lost or unresolved"),
+    fact("text", STRING, "the volume or storage, or why it cannot be placed"),
+    *WHERE.fields,
+)
+_RESUME = record(
+    "what a restart loads",
+    fact("state", STRING, "latest (its own directory), elsewhere (another directory) or missing"),
+    *WHERE.fields,
+)
+CONTAINER_RECOVERY = record(
+    "a container's checkpoint recovery settings",
+    fact("storage", _STORAGE, "the checkpoint directory's place", optional=True),
+    fact("resume", _RESUME, "the resume setting, where the framework has one", optional=True),
+    fact("async", _SWITCH, "asynchronous saves", optional=True),
+    fact("onSignal", _SWITCH, "a save on SIGTERM", optional=True),
+)
+RECOVERY = extend(
+    CONTAINER_RECOVERY,
+    "checkpoint recovery of the training containers: the least safe of each",
+    fact(
+        "grace",
+        DURATION,
+        "the shortest terminationGracePeriodSeconds of training pods, with onSignal",
+        optional=True,
+    ),
+    fact("graceUnresolved", STRING, "why a grace period cannot be read, with onSignal", optional=True),
+)
+
 WORKLOAD = record(
     "workload facts",
     fact("kind", STRING, "the object's kind"),
@@ -188,6 +224,7 @@ WORKLOAD = record(
     fact("expectedRuntime", DURATION, "the declared run time (docs/cost-model.md)", optional=True),
     fact("torchrun", TORCHRUN, "torchrun's restarts and rendezvous; absent when no torchrun", optional=True),
     fact("disruptions", DISRUPTIONS, "Job, CronJob and JobSet only", optional=True),
+    fact("recovery", RECOVERY, "checkpoint recovery (RULES.md v3)"),
 )
 
 TEMPLATE = record(
@@ -264,6 +301,18 @@ CONTAINER = record(
     fact(
         "torchrun", TORCHRUN_CONTAINER, "torchrun's own settings, when it starts the container", optional=True
     ),
+    fact("recovery", CONTAINER_RECOVERY, "checkpoint recovery settings (RULES.md v3)", optional=True),
+    fact(
+        "ibHca",
+        record(
+            "NCCL_IB_HCA",
+            fact("count", INT, "HCAs it lets NCCL use", "HCAs"),
+            fact("text", STRING, "the value as written"),
+            fact("path", STRING, "where it is set"),
+        ),
+        "NCCL_IB_HCA, when it is an exact or numbered list (RULES.md v3 gpu-nic-rails)",
+        optional=True,
+    ),
 )
 
 NODE = record(
@@ -304,6 +353,35 @@ NODE_OBJECT = record(
     fact("group", STRING, "empty: the core group"),
 )
 
+# RULES.md v3: gpu-nic-alignment (kubegap/facts/claim.py)
+CLAIM = record(
+    "DRA claim facts",
+    fact("kind", STRING, "ResourceClaim or ResourceClaimTemplate"),
+    fact("path", STRING, "the field path of the claim's devices"),
+    fact(
+        "requests",
+        ListOf(
+            record(
+                "a device request",
+                fact("name", STRING, "the request's name"),
+                fact("classesText", STRING, "the device classes it may be served from, one per line"),
+                fact(
+                    "alignedClassesText",
+                    STRING,
+                    "the classes of the requests a pcieRoot constraint holds it with, one per line",
+                ),
+                fact("path", STRING, "the request's field path"),
+            )
+        ),
+        "spec.devices.requests, in order",
+    ),
+)
+CLAIM_OBJECT = record(
+    "facts of a DRA claim",
+    fact("kind", STRING, "ResourceClaim or ResourceClaimTemplate"),
+    fact("group", STRING, "resource.k8s.io"),
+)
+
 # Cluster scopes (facts/cluster.py): judged by the audit over its Node and Pod lists (RULES.md §2 v3).
 CLUSTER_NODE = extend(
     NODE,
@@ -334,6 +412,7 @@ SCOPES: Mapping[str, Mapping[str, Record]] = {
     "template": {"facts": WORKLOAD, "template": TEMPLATE},
     "container": {"facts": WORKLOAD, "template": TEMPLATE, "container": CONTAINER},
     "node": {"facts": NODE_OBJECT, "node": NODE},
+    "claim": {"facts": CLAIM_OBJECT, "claim": CLAIM},
     "cluster-node": {"facts": NODE_OBJECT, "node": CLUSTER_NODE},
     "pool": {"facts": POOL_OBJECT, "pool": POOL},
 }
@@ -367,6 +446,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("stepTime", "how long one training step takes, to turn steps into time", None),
     Setting("checkpointSaveTime", "how long one blocking checkpoint save takes", "facts.checkpoint.saveTime"),
     Setting("expectedRuntime", "how long the run is expected to take", "facts.expectedRuntime"),
+    Setting("checkpointDir", "where checkpoints are written (a path)", "facts.recovery.storage"),
+    Setting("checkpointLoad", "where a restart loads its checkpoint from (a path)", "facts.recovery.resume"),
+    Setting("checkpointResume", "a switch: a restart loads the latest checkpoint", "facts.recovery.resume"),
+    Setting("checkpointAsync", "a switch: saves do not block training", "facts.recovery.async"),
+    Setting("checkpointOnSignal", "a switch: a checkpoint is saved on SIGTERM", "facts.recovery.onSignal"),
 )
 
 

@@ -4,7 +4,7 @@ environment variable or annotation sets a collective timeout, a checkpoint inter
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.resources import files
 from typing import Any
 
@@ -22,7 +22,9 @@ class OnlyIf:
 @dataclass(frozen=True, slots=True)
 class Knob:
     # collectiveTimeout, checkpointInterval, checkpointSteps, checkpointDisabled, checkpointUnbounded,
-    # stepTime
+    # stepTime, checkpointSaveTime, expectedRuntime; and, read as text (unit path or switch, never
+    # converted to seconds): checkpointDir, checkpointLoad, checkpointResume, checkpointAsync,
+    # checkpointOnSignal (facts/persistence.py)
     setting: str
     framework: str | None
     flags: frozenset[str]
@@ -36,6 +38,15 @@ class Knob:
     unbounded_by: frozenset[str] = frozenset()
     # flags without which the knob does nothing: a checkpoint interval with no directory saves nothing
     requires: frozenset[str] = frozenset()
+    # checkpointDir: a relative directory lies under the value of these flags, else under the default
+    under: tuple[frozenset[str], str] | None = None
+    # checkpointDir: resume / async / onSignal, as the framework writing this directory does by default
+    framework_defaults: Mapping[str, bool] = field(default_factory=dict)
+
+    @property
+    def textual(self) -> bool:
+        """A knob read as text (a directory, a switch), not as a duration or a count."""
+        return self.unit in ("path", "switch")
 
     def matches_override(self, key: str) -> bool:
         return any(
@@ -81,6 +92,8 @@ def _knob(raw: Mapping[str, Any]) -> Knob:
         disabled_by=frozenset(v.lower() for v in raw.get("disabledBy", ())),
         unbounded_by=frozenset(v.lower() for v in raw.get("unboundedBy", ())),
         requires=frozenset(raw.get("requires", ())),
+        under=(frozenset(raw["under"]["flags"]), raw["under"]["default"]) if "under" in raw else None,
+        framework_defaults=dict(raw.get("frameworkDefaults", {})),
         only_if=OnlyIf(
             frozenset(only["flags"]), frozenset(v.lower() for v in only["values"]), bool(only.get("orUnset"))
         )

@@ -53,6 +53,7 @@ def volume_at(
 
 
 def kept(found: Mapping[str, Any]) -> bool:
-    """A writable volume that outlives the pod (a PVC, a CSI or network volume, a hostPath on the node)."""
+    """A writable volume that outlives the pod (a PVC, a CSI or network volume, a hostPath on the node).
+    Checkpoints judge more strictly (facts/persistence.py): a hostPath stays behind when the pod moves."""
     kind = found.get("kind", "")
     return bool(kind) and kind not in POD_LIFETIME | READ_ONLY and not found.get("readOnly")

@@ -41,7 +41,7 @@ def _label(text: str, knob: Knob) -> str:
     return f"{text} ({knob.framework})" if knob.framework else text
 
 
-def _expand(value: str, env: Environment) -> str | None:
+def expand(value: str, env: Environment) -> str | None:
     """`--save-interval $SAVE` reads the variable when its value is known; None when it is not."""
     match = _VAR_REF.match(value)
     if not match:
@@ -62,7 +62,7 @@ def convert(knob: Knob, text: str) -> float:
     return durations.parse_in_unit(text, knob.unit or "duration")
 
 
-def _raw_values(
+def raw_values(
     knob: Knob, cmd: argv.CommandLine, env: Environment, base: FieldPath, argv_only: bool
 ) -> Iterator[tuple[str, str | None, FieldPath]]:
     """(what was written, its value, path) for each form of the knob present; the last occurrence wins."""
@@ -100,9 +100,9 @@ def container_readings(
     readings: list[Reading] = []
     unreadable: list[Unreadable] = []
     for knob in catalogue.knobs:
-        if knob.annotation or not _applies(knob, cmd):
+        if knob.annotation or knob.textual or not _applies(knob, cmd):
             continue
-        for written, raw, path in _raw_values(knob, cmd, env, base, argv_only):
+        for written, raw, path in raw_values(knob, cmd, env, base, argv_only):
             if knob.requires and not cmd.flag_values(knob.requires):
                 # Megatron-LM saves only `if args.save and args.save_interval` (megatron/training/training.py)
                 missing = " or ".join(sorted(knob.requires))
@@ -110,7 +110,7 @@ def container_readings(
                     Reading("checkpointDisabled", None, _label(f"{written} without {missing}", knob), path)
                 )
                 continue
-            value = _expand(raw, env) if raw is not None else None
+            value = expand(raw, env) if raw is not None else None
             if knob.setting in ("checkpointDisabled", "checkpointUnbounded"):
                 if value is not None and value.strip().lower() in knob.disabled_by | knob.unbounded_by:
                     readings.append(Reading(knob.setting, None, _label(written, knob), path))

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kubegap.facts.contract import (
+    CLAIM,
+    CLAIM_OBJECT,
     CLUSTER_NODE,
     CONTAINER,
     NODE,
@@ -48,6 +50,8 @@ _SECTIONS: tuple[tuple[str, str, Record, str], ...] = (
     ("node", "`node`: each GPU node with its pods", CLUSTER_NODE, "Cluster-node scope (audit only)."),
     ("pool", "`pool`: each node pool", POOL, "Pool scope (audit only)."),
     ("facts", "`facts` of a node pool", POOL_OBJECT, "Pool scope: a pool is no API object."),
+    ("claim", "`claim`: each DRA claim", CLAIM, "Claim scope: ResourceClaim and ResourceClaimTemplate."),
+    ("facts", "`facts` of a DRA claim", CLAIM_OBJECT, "Claim scope: a claim has no workload facts."),
 )
 
 

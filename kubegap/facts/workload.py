@@ -15,6 +15,7 @@ from kubegap.facts import (
     env,
     lifecycle,
     mpi,
+    persistence,
     purpose,
     readings,
     template,
@@ -64,6 +65,7 @@ def gather(
         _read_template(scratch, pods, each, parsed, counts, launch)
     facts = _workload_facts(obj, workload, metadata, pods.totals, pods.purposes)
     facts["checkpoint"] = checkpoint.gather(scratch, pods.readings, pods.trainers)
+    facts["recovery"] = persistence.gather(workload.templates, pods.trainers)
     if (run := torchrun.workload(obj, workload.kind, pods.trainers, facts["multiNode"])) is not None:
         facts["torchrun"] = run
     runtime = scratch.longest_declared("expectedRuntime", list(workload.templates))

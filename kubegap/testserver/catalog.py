@@ -45,7 +45,7 @@ class Resource:
         return entry
 
 
-_BUILTIN = frozenset({"networking.k8s.io", "rbac.authorization.k8s.io", "storage.k8s.io"})
+_BUILTIN = frozenset({"networking.k8s.io", "rbac.authorization.k8s.io", "storage.k8s.io", "resource.k8s.io"})
 
 
 def _r(
@@ -98,6 +98,8 @@ DEFAULT_RESOURCES: tuple[Resource, ...] = (
     _r("ray.io/v1", "RayCluster", "rayclusters"),
     _r("ray.io/v1", "RayJob", "rayjobs"),
     _r("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "leaderworkersets", short="lws"),
+    _r("resource.k8s.io/v1", "ResourceClaim", "resourceclaims"),  # DRA, GA in Kubernetes 1.34
+    _r("resource.k8s.io/v1", "ResourceClaimTemplate", "resourceclaimtemplates"),
     _r("wgpolicyk8s.io/v1alpha2", "PolicyReport", "policyreports", short="polr"),
     _r("wgpolicyk8s.io/v1alpha2", "ClusterPolicyReport", "clusterpolicyreports", cluster=True, short="cpolr"),
 )

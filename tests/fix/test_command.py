@@ -133,7 +133,7 @@ def test_lint_text_output_says_how_many_findings_fix_can_fix(
         "kubegap fix can fix 2 of these finding(s): run `kubegap fix PATH…` to see the diff"
     )  # the collective timeout and the liveness probe; the NIC, checkpoint, flight-recorder and
     # disruption findings need a person
-    assert lines[-1].startswith("1 object(s) checked: 7 finding(s)")
+    assert lines[-1].startswith("1 object(s) checked: 9 finding(s)")  # 2 of checkpoint-recovery
     assert cli.main(["fix", "--write", BOUND, str(job)]) == 0
     capsys.readouterr()
     cli.main(["lint", "--jobs", "1", BOUND, str(job)])

@@ -55,7 +55,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{/*
 The kinds kubegap reads (its supported kinds: Pod, batch, Kubeflow, JobSet, Trainer, Volcano, Ray,
-LeaderWorkerSet, apps). The webhook intercepts every kind but Node; the audit reads all of them.
+LeaderWorkerSet, apps, DRA claims). The webhook intercepts every kind but Node; the audit reads all of them.
 tests/test_kinds.py checks this list against the kinds table, kubegap/kinds.py.
 */}}
 {{- define "kubegap.kinds" -}}
@@ -81,6 +81,8 @@ tests/test_kinds.py checks this list against the kinds table, kubegap/kinds.py.
 - {group: apps, resource: statefulsets, namespaced: true}
 - {group: apps, resource: replicasets, namespaced: true}
 - {group: apps, resource: daemonsets, namespaced: true}
+- {group: resource.k8s.io, resource: resourceclaims, namespaced: true}
+- {group: resource.k8s.io, resource: resourceclaimtemplates, namespaced: true}
 - {group: "", resource: nodes, namespaced: false, auditOnly: true}
 {{- end -}}
 
