@@ -9,13 +9,13 @@ One module per fact family: `workload` (the entry point, `gather`), `template`, 
 recorder, placed on a volume by `mounts`), `torchrun` (in-place restarts and rendezvous), `disruption`
 (restart budgets and DisruptionTarget), `tolerations`, `persistence` (where checkpoints land and how a
 restart resumes), `rails` (HCAs per GPU) and `claim` (DRA claims); `health` (Node health marks) and
-`cluster` (the audit's cross-object units). `model` holds the shapes; `contract` declares every fact (with
-`families`, `objects` and `settings`), `reads` checks policies against it at load. The readers they use sit
-beside them: `argv` (command lines, split by `shell`), `env` (the resolved environment), `mpi` (what a
-launcher hands its workers), `readings` (knob values) over the `knobs` catalogue, and `purpose`. What they
-produce is declared once, in `contract` (written in the vocabulary of `declare`): every fact per scope and
-every knob setting. `reads` checks each policy expression against it when policies load, and `reference`
-writes docs/facts.md from it (`python -m kubegap.facts.reference > docs/facts.md`).
+`cluster` (the audit's cross-object units). `model` holds the shapes. The readers they use sit beside them:
+`argv` (command lines, split by `shell`), `env` (the resolved environment), `mpi` (what a launcher hands its
+workers), `readings` (knob values) over the `knobs` catalogue, and `purpose`. What they produce is declared
+once, in `contract` (with the records of `families` and `objects` and the knob `settings`, in the vocabulary
+of `declare`): every fact per scope and every knob setting. `reads` checks each policy expression against it
+when policies load, and `reference` writes docs/facts.md from it (`python -m kubegap.facts.reference >
+docs/facts.md`).
 """
 
 from __future__ import annotations
