@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any
 
 from kubegap import facts, workloads
-from kubegap.facts import claim, env, lifecycle
+from kubegap.facts import claim, disruption, env, lifecycle
 from kubegap.facts.knobs import Catalogue
 from kubegap.fieldpath import FieldPath, render
 from kubegap.workloads import KUBEFLOW_REPLICA_SPECS, KindInfo, Workload
@@ -51,6 +51,7 @@ class Kind:
     admitted: bool = True  # the chart's webhook intercepts it (Nodes: audit and lint only)
     restart: lifecycle.RestartReader | None = None
     deadline: tuple[FieldPath, ...] = ()  # activeDeadlineSeconds; `*`: every item of a list, all set
+    disruptions: disruption.DisruptionReader | None = None  # Job, CronJob, JobSet: see facts/disruption
     roles: str = ""  # docs/kinds.md: the roles and their template paths
     pods: str = ""  # docs/kinds.md: pods per role
     upstream: str = ""  # docs/kinds.md: the upstream API types the paths were checked against
@@ -58,7 +59,10 @@ class Kind:
     def workload(self, obj: Mapping[str, Any]) -> Workload:
         assert self.templates is not None  # rows without templates gather their own facts
         info = self.info
-        return Workload(info.group, info.kind, self.serving, self.templates(obj), self.restart, self.deadline)
+        templates = self.templates(obj)
+        return Workload(
+            info.group, info.kind, self.serving, templates, self.restart, self.deadline, self.disruptions
+        )
 
 
 def _kind(api: str, plural: str, templates: workloads.Extract | None, **rest: Any) -> Kind:
@@ -121,11 +125,13 @@ KINDS: tuple[Kind, ...] = (
     _kind("/Pod@v1", "pods", workloads.pod, roles="`Pod` (the object itself)", pods="1",
           upstream="Kubernetes core API"),
     _kind("batch/Job@v1", "jobs", workloads.spec_template("Job", ("spec", "parallelism")),
-          restart=lifecycle.job(("spec",)), deadline=_DEADLINE, roles="`Job` (`spec.template`)",
+          restart=lifecycle.job(("spec",)), deadline=_DEADLINE,
+          disruptions=disruption.job(("spec",)), roles="`Job` (`spec.template`)",
           pods="`spec.parallelism`, default 1", upstream="Kubernetes batch API"),
     _kind("batch/CronJob@v1", "cronjobs",
           partial(workloads.single, "Job", (*_CRON_JOB, "template"), (*_CRON_JOB, "parallelism")),
           restart=lifecycle.job(_CRON_JOB), deadline=((*_CRON_JOB, "activeDeadlineSeconds"),),
+          disruptions=disruption.job(_CRON_JOB),
           roles="`Job` (`spec.jobTemplate.spec.template`)", pods="`…jobTemplate.spec.parallelism`, default 1",
           upstream="Kubernetes batch API"),
     _kubeflow("PyTorchJob", "v1", _TRAINING_OPERATOR.format("pytorch")),
@@ -135,7 +141,7 @@ KINDS: tuple[Kind, ...] = (
     _kubeflow("JAXJob", "v1", _TRAINING_OPERATOR.format("jax")),
     _kubeflow("MPIJob", "v2beta1,v1", _MPI_OPERATOR, restart=lifecycle.MPIJOB, pods="`replicas`, default 1"),
     _kind("jobset.x-k8s.io/JobSet@v1alpha2", "jobsets", partial(workloads.replicated_jobs, _JOBSET_JOBS),
-          restart=lifecycle.JOBSET, deadline=_JOBSET_DEADLINE,
+          restart=lifecycle.JOBSET, deadline=_JOBSET_DEADLINE, disruptions=disruption.JOBSET,
           roles=_JOBSET_ROLES, pods=_JOBSET_PODS,
           upstream="kubernetes-sigs/jobset `api/jobset/v1alpha2/jobset_types.go`"),
     _kind("trainer.kubeflow.org/TrainingRuntime@v1alpha1", "trainingruntimes",
@@ -233,6 +239,12 @@ def deadline(group: str, kind: str, obj: Mapping[str, Any]) -> float | None:
     """The longest `activeDeadlineSeconds` of the run, in seconds; None when any part is unbounded."""
     row = _BY_KEY.get((group, kind))
     return lifecycle.deadline(row.deadline, obj) if row is not None else None
+
+
+def disruptions(group: str, kind: str, obj: Mapping[str, Any]) -> dict[str, Any] | None:
+    """`facts.disruptions`: whether disrupted pods spare the restart budget; None for kinds without one."""
+    row = _BY_KEY.get((group, kind))
+    return row.disruptions(obj) if row is not None and row.disruptions is not None else None
 
 
 _INTRO = """\

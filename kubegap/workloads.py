@@ -25,6 +25,7 @@ from kubegap import raw
 from kubegap.fieldpath import FieldPath
 
 if TYPE_CHECKING:
+    from kubegap.facts.disruption import DisruptionReader
     from kubegap.facts.lifecycle import RestartReader
 
 
@@ -54,6 +55,7 @@ class Workload:
     templates: tuple[PodTemplate, ...]
     restart: RestartReader | None = None  # how failed runs restart; None: the kind has no such setting
     deadline: tuple[FieldPath, ...] = ()  # where its run-time bound is (`*`: every item of a list)
+    disruptions: DisruptionReader | None = None  # whether disrupted pods spare the restart budget
 
 
 @dataclass(frozen=True, slots=True)

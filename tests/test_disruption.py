@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kubegap.facts import disruption
+from kubegap import kinds
 
 IGNORE = {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}
 FAIL_JOB = {"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget"}]}
@@ -40,7 +40,7 @@ def batch_job(rules: list[dict[str, Any]] | None, restart: str = "Never") -> dic
     ],
 )
 def test_job(rules: list[dict[str, Any]] | None, restart: str, ignored: bool) -> None:
-    found = disruption.gather("batch", "Job", batch_job(rules, restart))
+    found = kinds.disruptions("batch", "Job", batch_job(rules, restart))
     assert found is not None and found["ignored"] is ignored
 
 
@@ -81,10 +81,10 @@ IGNORING = {"action": "RestartJobSetAndIgnoreMaxRestarts", "onJobFailureReasons"
     ],
 )
 def test_jobset(rules: list[dict[str, Any]], pod_rules: list[dict[str, Any]] | None, ignored: bool) -> None:
-    found = disruption.gather("jobset.x-k8s.io", "JobSet", jobset(rules, pod_rules))
+    found = kinds.disruptions("jobset.x-k8s.io", "JobSet", jobset(rules, pod_rules))
     assert found is not None and found["ignored"] is ignored
 
 
 def test_other_kinds_have_no_such_fact() -> None:
-    assert disruption.gather("kubeflow.org", "PyTorchJob", {}) is None
-    assert disruption.gather("batch.volcano.sh", "Job", {}) is None
+    assert kinds.disruptions("kubeflow.org", "PyTorchJob", {}) is None
+    assert kinds.disruptions("batch.volcano.sh", "Job", {}) is None

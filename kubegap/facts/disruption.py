@@ -13,7 +13,7 @@ site/static/examples/failure-policy/host-maintenance-event-model.yaml.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubegap import raw
@@ -21,7 +21,6 @@ from kubegap.fieldpath import FieldPath, render
 
 DISRUPTION = "DisruptionTarget"
 IGNORING = frozenset({"RestartJobSetAndIgnoreMaxRestarts", "RestartJobAndIgnoreMaxRestarts"})
-_JOB_FIELDS = {"Job": ("spec",), "CronJob": ("spec", "jobTemplate", "spec")}
 
 
 def _on_disruption(rule: Mapping[str, Any]) -> bool:
@@ -92,10 +91,13 @@ def _jobset(obj: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def gather(group: str, kind: str, obj: Mapping[str, Any]) -> dict[str, Any] | None:
-    """`facts.disruptions` for a Job, CronJob or JobSet; None for other kinds."""
-    if group == "batch" and kind in _JOB_FIELDS:
-        return _job(obj, _JOB_FIELDS[kind])
-    if group == "jobset.x-k8s.io" and kind == "JobSet":
-        return _jobset(obj)
-    return None
+# How a kind's failures spare disruptions: its row in the kinds table (`kubegap.kinds`) holds the reader.
+DisruptionReader = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+def job(fields: FieldPath) -> DisruptionReader:
+    """The reader of a batch Job whose spec is at `fields` (a CronJob's `spec.jobTemplate.spec`)."""
+    return lambda obj: _job(obj, fields)
+
+
+JOBSET: DisruptionReader = _jobset

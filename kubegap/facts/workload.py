@@ -11,7 +11,6 @@ from kubegap.facts import (
     argv,
     checkpoint,
     container,
-    disruption,
     env,
     lifecycle,
     mpi,
@@ -163,6 +162,6 @@ def _workload_facts(
             "detail": restart.detail,
             "path": render(restart.path),
         }
-    if (disruptions := disruption.gather(workload.group, workload.kind, obj)) is not None:
-        facts["disruptions"] = disruptions
+    if workload.disruptions is not None:
+        facts["disruptions"] = workload.disruptions(obj)
     return facts
