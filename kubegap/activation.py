@@ -8,7 +8,6 @@ are converted once, not once per policy.
 from __future__ import annotations
 
 import datetime
-import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,8 +20,6 @@ from kubegap.facts import ObjectFacts, Unit
 from kubegap.fieldpath import render
 from kubegap.findings import ObjectRef, Where
 from kubegap.policy import EXEMPTION_PREFIX, Policy
-
-OBJECT = re.compile(r"\bobject\b")
 
 
 def expressions(policy: Policy) -> Iterator[str]:

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from kubegap import annotationkeys, batch, kinds, pricing
 from kubegap import facts as facts_module
-from kubegap.activation import OBJECT, Run, UnitState, expressions, groups
+from kubegap.activation import Run, UnitState, groups
 from kubegap.cel import Backend, CelError
 from kubegap.collapse import collapse
 from kubegap.compiled import CompiledPolicy, CompiledValidation, compile_policies
@@ -28,7 +28,7 @@ from kubegap.enginerules import (
     UNRESOLVED_COUNT,
 )
 from kubegap.errors import KubegapError
-from kubegap.facts import Unit, knobs
+from kubegap.facts import Unit, knobs, reads
 from kubegap.fieldpath import render
 from kubegap.findings import (
     Check,
@@ -111,9 +111,7 @@ class Engine:
         self.backend = backend
         # Only the raw object reaches CEL unchecked (facts are built by kubegap), so its depth is bounded
         # only when some expression reads it: a cost that clean policy sets do not pay per object.
-        readers = frozenset(
-            c.policy.id for c in policies if any(OBJECT.search(text) for text in expressions(c.policy))
-        )
+        readers = frozenset(c.policy.id for c in policies if reads.reads_object(c.policy))
         self.reads_object = bool(readers)
         self.group_of = groups(self.compiled, readers)
         self.scope_programs = batch.build(self.compiled, self.group_of, backend)

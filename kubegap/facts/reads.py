@@ -51,6 +51,7 @@ class _Walk:
     def __init__(self, scope: str, known: Mapping[str, _Seen]) -> None:
         self.scope, self.known = scope, known
         self.problems: list[str] = []
+        self.reads_object = False
 
     def value(self, node: Any, bound: Mapping[str, _Seen]) -> tuple[_Seen, str | None]:
         """The type of what `node` yields and its text as a path (`container.env`), both None when unknown."""
@@ -76,7 +77,10 @@ class _Walk:
             return bound[name], name
         if name in self.known:
             return self.known[name], name
-        if name in _CEL_TYPES or name == _UNCHECKED:
+        if name == _UNCHECKED:
+            self.reads_object = True
+            return None, None
+        if name in _CEL_TYPES:
             return None, None
         if name == "variables":
             self.problems.append("reads variables, which only validations see")
@@ -187,17 +191,25 @@ def _parser() -> Any:
     return CELParser()
 
 
+@functools.lru_cache(maxsize=1024)
+def _tree(expression: str) -> Any:
+    """The parse tree, None where cel-python cannot parse it (the compiler then names the error)."""
+    from celpy.celparser import CELParseError
+
+    try:
+        return _parser().parse(expression)
+    except CELParseError:
+        return None
+
+
 def problems(
     expression: str, scope: str, params: Iterable[str], variables: Iterable[str] | None
 ) -> list[str]:
     """What `expression`, evaluated at `scope`, reads that is not there; [] when all is declared.
     `variables`: the policy variables it sees, None where `variables` is not bound (appliesTo, variables)."""
-    from celpy.celparser import CELParseError
-
-    try:
-        tree = _parser().parse(expression)
-    except CELParseError:
-        return []  # the compiler names the syntax error
+    tree = _tree(expression)
+    if tree is None:
+        return []
     params = frozenset(params)
     known: dict[str, _Seen] = {
         **SCOPES[scope],
@@ -228,6 +240,20 @@ def _expressions(policy: Policy) -> Iterator[tuple[str, str, str, tuple[str, ...
         ):
             if text:
                 yield f"validation {v.name}{label}", text, v.scope, names
+
+
+def reads_object(policy: Policy) -> bool:
+    """Whether some expression reads `object`, the raw Kubernetes object (not a word in a string, nor a
+    comprehension variable of that name): only then is the object converted for CEL and its depth bounded."""
+    for _, text, scope, _ in _expressions(policy):
+        tree = _tree(text)
+        if tree is None:  # unparsed here: assume the worst
+            return True
+        walk = _Walk(scope, SCOPES[scope])
+        walk.value(tree, {})
+        if walk.reads_object:
+            return True
+    return False
 
 
 def check(policy: Policy) -> None:
