@@ -19,6 +19,7 @@ from kubegap.compiled import CompiledPolicy, Guarded
 from kubegap.facts import ObjectFacts, Unit
 from kubegap.fieldpath import render
 from kubegap.findings import ObjectRef, Where
+from kubegap.globbed import Globber
 from kubegap.policy import EXEMPTION_PREFIX, Policy
 
 
@@ -39,6 +40,7 @@ class Group:
     text: Mapping[str, str]
     reads_object: bool
     items: int = 0  # the longest list or map in params and paramsText, measured once
+    globber: Globber | None = None  # its `globs` parameters, matched in Python (kubegap.globbed)
 
 
 def groups(policies: Sequence[CompiledPolicy], readers: frozenset[str]) -> dict[int, Group]:
@@ -57,7 +59,14 @@ def groups(policies: Sequence[CompiledPolicy], readers: frozenset[str]) -> dict[
         params = {k: v for p in group for k, v in p.cel_params.items()}
         text = {k: v for p in group for k, v in p.params_text.items()}
         reads = any(p.policy.id in readers for p in group)
-        shared = Group(params, text, reads, max(celcost.longest(params), celcost.longest(text)))
+        globbed = {
+            q.name: (p.params[q.name], {v.scope for v in p.policy.validations})
+            for p in group
+            for q in p.policy.params
+            if q.type == "globs"
+        }
+        items = max(celcost.longest(params), celcost.longest(text))
+        shared = Group(params, text, reads, items, Globber(globbed) if globbed else None)
         out.update({id(p): shared for p in group})
     return out
 
@@ -78,6 +87,7 @@ class Run:
     activations: dict[tuple[int, int], tuple[dict[str, Any], Any]] = field(default_factory=dict)
     sizes: dict[int, int] = field(default_factory=dict)  # id of a binding -> its longest list or map
     places: dict[int, tuple[tuple[str, ...], str]] = field(default_factory=dict)  # id(unit) -> where parts
+    matched: dict[tuple[int, int], dict[str, list[str]]] = field(default_factory=dict)  # (group, unit)
 
     def items(self, value: Any) -> int:
         """The size of the longest list or map in `value` (a binding), measured once per object."""
@@ -95,6 +105,15 @@ class Run:
             self.outcomes[key] = batch.evaluate(self, group, unit.scope)
         found = self.outcomes[key]
         return None if found is None else found.get((id(policy), id(unit)))
+
+    def globbed(self, group: Group, unit: Unit) -> dict[str, list[str]] | None:
+        """The unit's `globbed` binding for the group; None where the group has no `globs` parameter."""
+        if group.globber is None:
+            return None
+        key = (id(group), id(unit))
+        if key not in self.matched:
+            self.matched[key] = group.globber.names(unit.scope, {"facts": self.facts.facts, **unit.bindings})
+        return self.matched[key]
 
     def convert(self, value: Any) -> Any:
         key = id(value)
@@ -116,6 +135,9 @@ class Run:
             }
             if group.reads_object:  # unread, a deep object need not be converted
                 bindings["object"] = self.obj
+            globbed = self.globbed(group, unit)
+            if globbed is not None:
+                bindings["globbed"] = globbed
             converted = {name: self.convert(value) for name, value in bindings.items()}
             self.activations[key] = (converted, self.backend.activation(converted))
         return self.activations[key]

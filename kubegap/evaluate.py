@@ -214,9 +214,7 @@ def _evaluate_policy(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
                 yield _error(run, policy, validation, unit, f"appliesTo failed: {err}")
                 continue
             if reason:
-                yield skip(
-                    validation.check, run.ref, reason, **run.where(unit, _default_path(unit))
-                )
+                yield skip(validation.check, run.ref, reason, **run.where(unit, _default_path(unit)))
                 continue
             yield _judge(run, policy, validation, state, outcome)
     if applied:

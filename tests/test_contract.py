@@ -188,7 +188,9 @@ def test_every_bundled_expression_reads_only_declared_names() -> None:
     for loaded in policy.load():
         for text in expressions(loaded):
             for scope in {v.scope for v in loaded.validations}:
-                found = reads.problems(text, scope, [p.name for p in loaded.params], None)
+                names = [p.name for p in loaded.params]
+                globbed = [p.name for p in loaded.params if p.type == "globs"]
+                found = reads.problems(text, scope, names, None, globbed)
                 assert [p for p in found if "variables" not in p and "do not see" not in p] == [], text
                 checked += 1
     assert checked > 50
@@ -220,10 +222,13 @@ def test_every_bundled_expression_reads_only_declared_names() -> None:
         ),
         ("paramsText.maxTimout == ''", "container", "did you mean maxTimeout?"),
         ("container.name.first == ''", "container", "container.name is a string"),
+        ("'x' in globbed.nicHint", "container", "no globs parameter nicHint; did you mean nicHints?"),
+        ("'x' in globbed.maxTimeout", "container", "no globs parameter maxTimeout"),  # a duration
+        ("globbed.nicHints.exists(n, n.size > 0)", "container", "n is a string, which has no fields"),
     ],
 )
 def test_undeclared_reads_are_named(expression: str, scope: str, wanted: str) -> None:
-    found = reads.problems(expression, scope, ["maxTimeout"], ())
+    found = reads.problems(expression, scope, ["maxTimeout", "nicHints"], (), ["nicHints"])
     assert len(found) == 1 and wanted in found[0], found
 
 
@@ -246,11 +251,12 @@ def test_undeclared_reads_are_named(expression: str, scope: str, wanted: str) ->
         ("node.resources.map(r, r.name).exists(n, n.startsWith('nvidia'))", "node"),
         ("node.gpuResources.filter(r, r.capacity > r.allocatable).all(r, r.name != '')", "node"),
         ("size(variables.fallbacks) == 0 && paramsText.maxTimeout != ''", "container"),
+        ("container.envNames.exists(n, n in globbed.nicHints) && size(globbed.nicHints) > 0", "container"),
         ("this is not CEL (", "container"),  # the compiler reports the syntax error
     ],
 )
 def test_declared_reads_pass(expression: str, scope: str) -> None:
-    assert reads.problems(expression, scope, ["maxTimeout"], ["fallbacks"]) == []
+    assert reads.problems(expression, scope, ["maxTimeout", "nicHints"], ["fallbacks"], ["nicHints"]) == []
 
 
 def test_variables_are_seen_by_validations_only() -> None:

@@ -203,10 +203,15 @@ def _tree(expression: str) -> Any:
 
 
 def problems(
-    expression: str, scope: str, params: Iterable[str], variables: Iterable[str] | None
+    expression: str,
+    scope: str,
+    params: Iterable[str],
+    variables: Iterable[str] | None,
+    globbed: Iterable[str] = (),
 ) -> list[str]:
     """What `expression`, evaluated at `scope`, reads that is not there; [] when all is declared.
-    `variables`: the policy variables it sees, None where `variables` is not bound (appliesTo, variables)."""
+    `variables`: the policy variables it sees, None where `variables` is not bound (appliesTo, variables);
+    `globbed`: the policy's `globs` parameters."""
     tree = _tree(expression)
     if tree is None:
         return []
@@ -215,6 +220,7 @@ def problems(
         **SCOPES[scope],
         "params": _Names("parameter", params, None),
         "paramsText": _Names("parameter", params, STRING),
+        "globbed": _Names("globs parameter", frozenset(globbed), ListOf(STRING)),
     }
     if variables is not None:
         known["variables"] = _Names("variable", frozenset(variables), None)
@@ -259,8 +265,9 @@ def reads_object(policy: Policy) -> bool:
 def check(policy: Policy) -> None:
     """Refuse a policy whose expressions read a fact, parameter or variable that is not there."""
     params = [p.name for p in policy.params]
+    globbed = [p.name for p in policy.params if p.type == "globs"]
     for where, text, scope, names in _expressions(policy):
-        found = problems(text, scope, params, names)
+        found = problems(text, scope, params, names, globbed)
         if found:
             raise PolicyError(
                 f"{policy.source}: policy {policy.id}, {where}: "
