@@ -52,8 +52,9 @@ class Batch:
     """A policy's validations of one scope as one CEL expression over one unit (kubegap.batch runs it over
     every unit of the scope at once). It gives `[]` where the policy's appliesTo does not hold, else one list
     per validation: `[]` where its appliesTo does not hold, `[verdict]` where it holds, and for a failure
-    `[false, message, field path]` (each null where the validation has none), so messages and paths are
-    evaluated only for failures."""
+    `[false, message, field path]` (each `false` where the validation has none: never null, which
+    cel-expr-python 0.1.3 hands back with one reference to Python's None too few, so that a process that
+    returns enough nulls crashes), so messages and paths are evaluated only for failures."""
 
     source: str
     validations: tuple[CompiledValidation, ...]
@@ -214,7 +215,7 @@ def _verdict(spec: Validation, sources: list[str]) -> str:
         failed = "[false]"
     else:
         sources += [t for t in texts if t]
-        message, path = (_grouped(t) if t else "null" for t in texts)
+        message, path = (_grouped(t) if t else "false" for t in texts)  # not null: see Batch
         failed = f"[false, {message}, {path}]"
     # bound once; a non-bool stays itself, and the engine reports it as an error
     bound = "kubegapVerdict"
