@@ -17,7 +17,7 @@ from kubegap import cli, policy, testing
 from kubegap.audit.cluster import CLUSTER_SCOPES
 from kubegap.cel import BACKENDS
 from kubegap.config import Settings
-from kubegap.evaluate import Engine, build_engine
+from kubegap.evaluate import Engine
 
 ROOT = Path(str(files("kubegap.policies")))
 # Cluster validations are judged over an audit's Node and Pod lists, not one manifest: their pass, fail
@@ -26,13 +26,14 @@ PER_OBJECT = [p for p in policy.load() if not any(v.scope in CLUSTER_SCOPES for 
 EXAMPLES = list(testing.discover(ROOT))
 COVERED_RESULTS = ("pass", "fail", "skip")
 
-_ENGINES: dict[tuple[str, str], Engine] = {}
+_ENGINES: dict[tuple[str, tuple[str, str]], Engine] = {}
 
 
-def _engine(backend: str, policy_id: str) -> Engine:
-    key = (backend, policy_id)
+def _engine(backend: str, example: testing.Example) -> Engine:
+    """One engine per runtime, policy and `# params:` set, as `kubegap test` builds them."""
+    key = (backend, example.engine_key())
     if key not in _ENGINES:
-        _ENGINES[key] = build_engine(Settings(cel_backend=backend, select=(policy_id,)))
+        _ENGINES[key] = testing.build(example, Settings(cel_backend=backend))
     return _ENGINES[key]
 
 
@@ -48,7 +49,7 @@ def test_every_policy_has_examples() -> None:
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("example", EXAMPLES, ids=_id)
 def test_example_holds(example: testing.Example, backend: str) -> None:
-    outcome = testing.run_example(example, _engine(backend, example.policy))
+    outcome = testing.run_example(example, _engine(backend, example))
     assert outcome.problems == ()
 
 
