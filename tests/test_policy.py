@@ -321,6 +321,9 @@ def test_unknown_param_lists_the_known_ones(bundled: dict[str, policy.Policy]) -
         ("list", ["a", 1], ["a", "1"]),
         ("list", "", []),
         ("string", 5, "5"),
+        ("intMap", "p5.48xlarge:32, 8:8", {"p5.48xlarge": 32, "8": 8}),
+        ("intMap", {8: "8", "a3-megagpu-8g": 8}, {"8": 8, "a3-megagpu-8g": 8}),
+        ("intMap", "", {}),
     ],
 )
 def test_convert_param(param_type: str, value: Any, expected: Any) -> None:
@@ -343,8 +346,23 @@ def test_convert_param(param_type: str, value: Any, expected: Any) -> None:
         ("number", "fast"),
         ("bool", "yes"),
         ("bool", 1),
+        ("intMap", "p5.48xlarge"),
+        ("intMap", "p5.48xlarge:many"),
+        ("intMap", {"p5.48xlarge": 0}),
+        ("intMap", {"p5.48xlarge": True}),
+        ("intMap", {"p5.48xlarge": 1.5}),
+        ("intMap", {True: 8}),
+        ("intMap", {"": 8}),
+        ("intMap", ["p5.48xlarge"]),
     ],
 )
 def test_convert_param_rejects(param_type: str, value: Any) -> None:
     with pytest.raises((ValueError, TypeError)):
         policy.convert_param(param_type, value)
+
+
+def test_an_int_map_is_written_as_set_takes_it() -> None:
+    param = policy.Param("rails", "intMap", {})
+    text = policy.param_text(param, {"p5.48xlarge": 32, "8": 8})
+    assert text == "p5.48xlarge:32, 8:8"
+    assert policy.convert_param("intMap", text) == {"p5.48xlarge": 32, "8": 8}
