@@ -99,7 +99,7 @@ def param_text(param: Param, value: Any) -> str:
     if param.type in ("list", "globs"):
         return ", ".join(str(v) for v in value)
     if param.type == "intMap":
-        return ", ".join(f"{k}:{v}" for k, v in value.items())
+        return ", ".join(f"{k}:{v}" for k, v in value.items()) or "{}"
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
@@ -169,7 +169,7 @@ def _int_map(value: Any) -> dict[str, int]:
     """A map of names to counts of at least 1: a YAML mapping, or `--set` text `p5.48xlarge:32,8:8`
     (keys may be numbers: a GPU count `8` is the key "8"). Raises ValueError."""
     if isinstance(value, str):
-        pairs = [item.rpartition(":") for item in value.split(",") if item.strip()]
+        pairs = [item.rpartition(":") for item in value.split(",") if item.strip() not in ("", "{}")]
         if any(not sep for _, sep, _ in pairs):
             raise ValueError(f"{value!r} is not a list of NAME:COUNT pairs (p5.48xlarge:32,8:8)")
         value = {key.strip(): count.strip() for key, _, count in pairs}

@@ -112,7 +112,23 @@ BUNDLED: dict[str, tuple[Severity, str, dict[str, tuple[Severity, str]], dict[st
         {"maxSyncInterval": 600.0, "largeJobAccelerators": 512},
     ),
     "gpu-nic-alignment": (Severity.MEDIUM, "claim", {"pcie-root-aligned": (Severity.MEDIUM, "claim")}, {}),
-    "gpu-nic-rails": (Severity.MEDIUM, "container", {"hca-per-gpu": (Severity.MEDIUM, "container")}, {}),
+    "gpu-nic-rails": (
+        Severity.MEDIUM,
+        "template",
+        {"hca-per-gpu": (Severity.MEDIUM, "container"), "nic-per-rail": (Severity.MEDIUM, "template")},
+        {
+            "railsPerNode": {},
+            "nodeTypeLabel": "node.kubernetes.io/instance-type",
+            "perDeviceNicResources": [
+                "vpc.amazonaws.com/efa",
+                "rdma/ib",
+                "nvidia.com/*rdma*",
+                "nvidia.com/*sriov*",
+                "openshift.io/*",
+            ],
+            "sharedNicResources": ["rdma/*shared*", "*/rdma_shared_device*", "*/hca_shared_devices*"],
+        },
+    ),
     "hot-spares": (
         Severity.MEDIUM,
         "pool",
@@ -366,3 +382,5 @@ def test_an_int_map_is_written_as_set_takes_it() -> None:
     text = policy.param_text(param, {"p5.48xlarge": 32, "8": 8})
     assert text == "p5.48xlarge:32, 8:8"
     assert policy.convert_param("intMap", text) == {"p5.48xlarge": 32, "8": 8}
+    assert policy.param_text(param, {}) == "{}"
+    assert policy.convert_param("intMap", "{}") == {}

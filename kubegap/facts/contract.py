@@ -77,6 +77,31 @@ TEMPLATE = record(
     fact("annotations", MapOf(STRING, "annotation keys"), "the template's annotations"),
     fact("resourceNames", ListOf(STRING), "extended and standard resource names its containers ask for"),
     fact("resourceNamesText", STRING, "resourceNames one per line, for `globs` parameters"),
+    fact(
+        "resourceUnits",
+        ListOf(STRING),
+        "each extended resource (a name with `/`) once per device asked for, at most 64 times: "
+        "`size(template.resourceUnits.filter(r, r.matches(params.x)))` counts a `globs` parameter's devices",
+    ),
+    fact("unreadableResources", ListOf(STRING), "extended resources whose count is not a whole number"),
+    fact(
+        "nics",
+        record(
+            "NICs the pod's annotations attach",
+            fact("multus", INT, "entries of k8s.v1.cni.cncf.io/networks", "interfaces", optional=True),
+            fact(
+                "gke", INT, "non-default entries of networking.gke.io/interfaces", "interfaces", optional=True
+            ),
+            fact("unresolved", ListOf(STRING), "annotations kubegap cannot read, and why"),
+        ),
+        "Multus and GKE multi-network attachments (RULES.md v3 gpu-nic-rails)",
+    ),
+    fact(
+        "pinnedLabels",
+        MapOf(STRING, "node label keys"),
+        "node labels with one possible value: nodeSelector, or `In` one value in every required"
+        " nodeAffinity term",
+    ),
     fact("hostNetwork", BOOL, "spec.hostNetwork is true"),
     fact("fabricDevices", BOOL, "a privileged container mounts the host's /dev/infiniband"),
     fact("resourceClaims", INT, "entries of spec.resourceClaims (DRA)", "claims"),
