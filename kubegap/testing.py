@@ -11,6 +11,10 @@ exactly; an unlisted kind must not occur. `# expect: none` says the policy does 
 
 A `# params: {name: value, ...}` line (a YAML flow mapping) runs the example with those parameters of its
 policy, as the config file's `params: {<policy>: {...}}` would: for rules a cluster must declare first.
+
+A cluster policy's example (scopes `pool` and `cluster-node`: `hot-spares`, `link-monitor`) is a file of
+Nodes and Pods: every document is evaluated on its own, then the file as a whole is judged as the audit
+judges a cluster whose Node and Pod lists it read in full (kubegap.audit.cluster).
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ from typing import Any
 import yaml
 
 from kubegap import manifests
+from kubegap.audit.cluster import ClusterChecks
 from kubegap.config import Settings
 from kubegap.errors import UsageError
 from kubegap.evaluate import Context, Engine, build_engine
+from kubegap.findings import Finding
 from kubegap.manifests import configmaps_of
 
 _EXPECT = re.compile(r"#\s*expect:\s*(.*)")
@@ -137,18 +143,29 @@ def _prefix_problems(example: Example) -> list[str]:
     return []
 
 
-def run_example(example: Example, engine: Engine) -> Outcome:
-    documents = list(manifests.Reader().read([str(example.path)]))
+def _results(documents: Sequence[manifests.Document], engine: Engine) -> Iterator[Finding]:
+    """Every object's results, then, for cluster policies (scopes `pool` and `cluster-node`), the results
+    over all the file's Nodes and Pods, as the audit judges a cluster it has listed in full."""
     context = Context(configmaps=configmaps_of(documents))
-    actual: dict[str, set[str]] = {r: set() for r in RESULTS}
-    unreadable = []
+    cluster = ClusterChecks(engine, out_of_scope="")
     for document in documents:
         if document.obj is None:
-            unreadable.append(document.error.message if document.error else "unreadable")
             continue
-        for finding in engine.evaluate(document.obj, context).results:
-            if finding.policy == example.policy:
-                actual[finding.result.value].add(finding.rule)
+        evaluation = engine.evaluate(document.obj, context)
+        yield from evaluation.results
+        cluster.observe(str(document.obj.get("kind")), str(document.obj.get("apiVersion")), document.obj)
+        cluster.judged(document.obj, evaluation)
+    for evaluation in cluster.judge(deadline=None):
+        yield from evaluation.results
+
+
+def run_example(example: Example, engine: Engine) -> Outcome:
+    documents = list(manifests.Reader().read([str(example.path)]))
+    actual: dict[str, set[str]] = {r: set() for r in RESULTS}
+    unreadable = [d.error.message if d.error else "unreadable" for d in documents if d.obj is None]
+    for finding in _results(documents, engine):
+        if finding.policy == example.policy:
+            actual[finding.result.value].add(finding.rule)
     frozen = {k: frozenset(v) for k, v in actual.items()}
     problems = _prefix_problems(example) + [f"unreadable: {m}" for m in unreadable]
     for result in RESULTS:

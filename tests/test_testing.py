@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+from importlib.resources import files
 from pathlib import Path
 
 import pytest
@@ -89,3 +91,16 @@ def test_bad_params_are_an_error_naming_the_example(tmp_path: Path, header: str,
 def test_params_below_the_leading_comments_are_not_read(tmp_path: Path) -> None:
     text = "# expect: pass gpus-bounded\n" + JOB + "# params: {maxGpus: 4}\n"
     assert testing.parse_params(text, "x.yaml") == {}
+
+
+def test_a_cluster_example_is_judged_over_its_nodes_and_pods_together(tmp_path: Path) -> None:
+    bundled = Path(str(files("kubegap.policies"))) / "link-monitor"
+    shutil.copytree(bundled, tmp_path / "link-monitor")
+    example = tmp_path / "link-monitor" / "examples" / "pass-dcgm-exporter-on-every-node.yaml"
+    assert _problems(tmp_path)[example.name] == ()
+    # The second node's monitor pod has finished: that node now has no monitor, which only the file's
+    # Nodes and Pods judged together can show.
+    text = example.read_text("utf-8")
+    assert text.count("status: {phase: Running}") == 2
+    example.write_text(text[::-1].replace("}gninnuR", "}deliaF", 1)[::-1], "utf-8")
+    assert _problems(tmp_path)[example.name] == ("got fail for monitor-running, not expected",)
