@@ -92,17 +92,22 @@ def _containers(*limits: dict[str, Any]) -> list[Container]:
     ]
 
 
-def test_resource_units_add_up_the_pods_devices_per_extended_resource() -> None:
+def test_resource_count_bits_add_up_to_the_pods_devices_per_extended_resource() -> None:
     containers = _containers(
         {"nvidia.com/gpu": 2, "vpc.amazonaws.com/efa": "3", "memory": "10Gi", "cpu": 4},
-        {"vpc.amazonaws.com/efa": 1, "example.com/huge": 10_000},
+        {"vpc.amazonaws.com/efa": 29, "example.com/huge": 10_000},
     )
-    counts = {id(c): resource_counts(c.spec) for c in containers}
-    units = nics.resource_units(containers, counts)
-    assert units.count("vpc.amazonaws.com/efa") == 4
-    assert units.count("nvidia.com/gpu") == 2
-    assert units.count("example.com/huge") == nics.MAX_UNITS
-    assert "cpu" not in units and "memory" not in units
+    bits = nics.resource_count_bits(containers, {id(c): resource_counts(c.spec) for c in containers})
+    assert len(bits) == nics.COUNT_BITS
+
+    def total(name: str) -> int:
+        return sum(2**k for k, names in enumerate(bits) if name in names)
+
+    assert total("vpc.amazonaws.com/efa") == 32
+    assert total("nvidia.com/gpu") == 2
+    assert total("example.com/huge") == 2**nics.COUNT_BITS - 1
+    assert total("cpu") == total("memory") == 0
+    assert max(len(names) for names in bits) <= 3  # as short as the pod's resource names, not its devices
 
 
 def test_unreadable_counts_are_listed_and_zero_is_not_unreadable() -> None:

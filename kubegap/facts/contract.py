@@ -78,10 +78,10 @@ TEMPLATE = record(
     fact("resourceNames", ListOf(STRING), "extended and standard resource names its containers ask for"),
     fact("resourceNamesText", STRING, "resourceNames one per line, for `globs` parameters"),
     fact(
-        "resourceUnits",
-        ListOf(STRING),
-        "each extended resource (a name with `/`) once per device asked for, at most 64 times: "
-        "`size(template.resourceUnits.filter(r, r.matches(params.x)))` counts a `globs` parameter's devices",
+        "resourceCountBits",
+        ListOf(ListOf(STRING)),
+        "7 lists: list k holds the extended resources (names with `/`) whose count for the pod has bit k set"
+        " (counts above 127 read as 127), to add up a `globs` parameter's devices in CEL (gpu-nic-rails)",
     ),
     fact("unreadableResources", ListOf(STRING), "extended resources whose count is not a whole number"),
     fact(
@@ -102,6 +102,7 @@ TEMPLATE = record(
         "node labels with one possible value: nodeSelector, or `In` one value in every required"
         " nodeAffinity term",
     ),
+    fact("ibHcaCounted", BOOL, "a container's NCCL_IB_HCA can be counted (has container.ibHca)"),
     fact("hostNetwork", BOOL, "spec.hostNetwork is true"),
     fact("fabricDevices", BOOL, "a privileged container mounts the host's /dev/infiniband"),
     fact("resourceClaims", INT, "entries of spec.resourceClaims (DRA)", "claims"),

@@ -72,10 +72,11 @@ def gather(
         "annotations": annotations,
         "resourceNames": names,
         "resourceNamesText": "\n".join(names),  # one per line, for `globs` params
-        "resourceUnits": nics.resource_units(template.containers, counts),
+        "resourceCountBits": nics.resource_count_bits(template.containers, counts),
         "unreadableResources": nics.unreadable_resources(template.containers),
         "nics": nics.attached(annotations),
         "pinnedLabels": pinned_labels(spec),
+        "ibHcaCounted": any("ibHca" in c for c in containers),
         "hostNetwork": spec.get("hostNetwork") is True,
         "fabricDevices": _fabric_devices(template),
         "resourceClaims": len(claims) if isinstance(claims, list) else 0,
