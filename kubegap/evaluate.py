@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from kubegap import annotationkeys, batch, kinds, pricing
 from kubegap import facts as facts_module
-from kubegap.activation import OBJECT, Run, UnitState, expressions, groups
+from kubegap.activation import Run, UnitState, groups
 from kubegap.cel import Backend, CelError
 from kubegap.collapse import collapse
 from kubegap.compiled import CompiledPolicy, CompiledValidation, compile_policies
@@ -28,7 +28,7 @@ from kubegap.enginerules import (
     UNRESOLVED_COUNT,
 )
 from kubegap.errors import KubegapError
-from kubegap.facts import Unit, knobs
+from kubegap.facts import Unit, knobs, reads
 from kubegap.fieldpath import render
 from kubegap.findings import (
     Check,
@@ -111,9 +111,7 @@ class Engine:
         self.backend = backend
         # Only the raw object reaches CEL unchecked (facts are built by kubegap), so its depth is bounded
         # only when some expression reads it: a cost that clean policy sets do not pay per object.
-        readers = frozenset(
-            c.policy.id for c in policies if any(OBJECT.search(text) for text in expressions(c.policy))
-        )
+        readers = frozenset(c.policy.id for c in policies if reads.reads_object(c.policy))
         self.reads_object = bool(readers)
         self.group_of = groups(self.compiled, readers)
         self.scope_programs = batch.build(self.compiled, self.group_of, backend)
@@ -216,17 +214,11 @@ def _evaluate_policy(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
                 yield _error(run, policy, validation, unit, f"appliesTo failed: {err}")
                 continue
             if reason:
-                yield skip(
-                    _check(policy, validation), run.ref, reason, **run.where(unit, _default_path(unit))
-                )
+                yield skip(validation.check, run.ref, reason, **run.where(unit, _default_path(unit)))
                 continue
             yield _judge(run, policy, validation, state, outcome)
     if applied:
         yield from _engine_rules(run, policy, void_exemptions)
-
-
-def _check(policy: CompiledPolicy, validation: CompiledValidation) -> Check:
-    return Check(policy.policy.id, validation.validation.name, validation.severity, validation.remediation)
 
 
 def _default_path(unit: Unit) -> str | None:
@@ -236,7 +228,7 @@ def _default_path(unit: Unit) -> str | None:
 def _error(
     run: Run, policy: CompiledPolicy, validation: CompiledValidation, unit: Unit, message: str
 ) -> Finding:
-    return error(_check(policy, validation), run.ref, message, **run.where(unit, _default_path(unit)))
+    return error(validation.check, run.ref, message, **run.where(unit, _default_path(unit)))
 
 
 def _judge(
@@ -253,7 +245,7 @@ def _judge(
         return _error(run, policy, validation, unit, f"evaluation failed: {err}")
     if not isinstance(verdict, bool):
         return _error(run, policy, validation, unit, f"expression gave {type(verdict).__name__}, not a bool")
-    check, default_path = _check(policy, validation), _default_path(unit)
+    check, default_path = validation.check, _default_path(unit)
     if verdict:
         return passed(check, run.ref, **run.where(unit, default_path or None, validation.reads_values))
     fallback = validation.validation.message or f"{validation.validation.name} failed"

@@ -414,6 +414,26 @@ def test_object_nested_too_deep_is_an_error_when_a_policy_reads_it(tmp_path: Pat
     assert [f.result for f in engine_for(tmp_path, backend, text).evaluate(shallow).results] == [Result.PASS]
 
 
+@pytest.mark.parametrize(
+    ("expression", "reads"),
+    [
+        ("has(object.metadata)", True),
+        ("object.metadata.name != ''", True),
+        ("facts.gpuWork || 'object-store' == 'object'", False),  # the word in strings only
+        ("[1].exists(object, object > 0)", True),  # a comprehension variable of that name: conservative
+    ],
+)
+def test_only_an_expression_that_reads_the_object_gets_it(
+    tmp_path: Path, backend: str, expression: str, reads: bool
+) -> None:
+    text = policy_text("probe", "workload", f"- {{name: check, expression: {expression!r}}}")
+    engine = engine_for(tmp_path, backend, text)
+    assert engine.reads_object is reads
+    obj = {**pytorchjob(), "status": nested(MAX_DEPTH + 5)}
+    results = {(f.policy, f.result) for f in engine.evaluate(obj).results}
+    assert (("invalid-manifest", Result.ERROR) in results) is reads
+
+
 @pytest.mark.parametrize("depth", [MAX_DEPTH + 5, 5000])
 def test_deep_object_never_raises(tmp_path: Path, backend: str, depth: int) -> None:
     """Bundled-style policies that never read the raw object must still survive a deep one (webhook input)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import difflib
 import functools
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -187,22 +188,36 @@ def _parser() -> Any:
     return CELParser()
 
 
-def problems(
-    expression: str, scope: str, params: Iterable[str], variables: Iterable[str] | None
-) -> list[str]:
-    """What `expression`, evaluated at `scope`, reads that is not there; [] when all is declared.
-    `variables`: the policy variables it sees, None where `variables` is not bound (appliesTo, variables)."""
+@functools.lru_cache(maxsize=1024)
+def _tree(expression: str) -> Any:
+    """The parse tree, None where cel-python cannot parse it (the compiler then names the error)."""
     from celpy.celparser import CELParseError
 
     try:
-        tree = _parser().parse(expression)
+        return _parser().parse(expression)
     except CELParseError:
-        return []  # the compiler names the syntax error
+        return None
+
+
+def problems(
+    expression: str,
+    scope: str,
+    params: Iterable[str],
+    variables: Iterable[str] | None,
+    globbed: Iterable[str] = (),
+) -> list[str]:
+    """What `expression`, evaluated at `scope`, reads that is not there; [] when all is declared.
+    `variables`: the policy variables it sees, None where `variables` is not bound (appliesTo, variables);
+    `globbed`: the policy's `globs` parameters."""
+    tree = _tree(expression)
+    if tree is None:
+        return []
     params = frozenset(params)
     known: dict[str, _Seen] = {
         **SCOPES[scope],
         "params": _Names("parameter", params, None),
         "paramsText": _Names("parameter", params, STRING),
+        "globbed": _Names("globs parameter", frozenset(globbed), ListOf(STRING)),
     }
     if variables is not None:
         known["variables"] = _Names("variable", frozenset(variables), None)
@@ -230,11 +245,33 @@ def _expressions(policy: Policy) -> Iterator[tuple[str, str, str, tuple[str, ...
                 yield f"validation {v.name}{label}", text, v.scope, names
 
 
+# CEL string literals, so that a word inside one is not taken for code: raw ones (no escapes) first, then
+# the others, triple-quoted or not, each with an optional bytes prefix.
+_STRING_LITERAL = re.compile(
+    r"""(?:[bB]?[rR]|[rR][bB])(?:'''.*?'''|\"\"\".*?\"\"\"|'[^'\n]*'|"[^"\n]*")"""
+    r"""|[bB]?(?:'''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*")""",
+    re.DOTALL,
+)
+_OBJECT = re.compile(r"(?<![.\w])object\b")
+
+
+def reads_object(policy: Policy) -> bool:
+    """Whether some expression names `object`, the raw Kubernetes object, outside a string literal: only
+    then is the object converted for CEL and its depth bounded. A comprehension variable named `object`
+    counts too, which costs only that walk."""
+    return any(names_object(text) for _, text, _, _ in _expressions(policy))
+
+
+def names_object(expression: str) -> bool:
+    return _OBJECT.search(_STRING_LITERAL.sub("", expression)) is not None
+
+
 def check(policy: Policy) -> None:
     """Refuse a policy whose expressions read a fact, parameter or variable that is not there."""
     params = [p.name for p in policy.params]
+    globbed = [p.name for p in policy.params if p.type == "globs"]
     for where, text, scope, names in _expressions(policy):
-        found = problems(text, scope, params, names)
+        found = problems(text, scope, params, names, globbed)
         if found:
             raise PolicyError(
                 f"{policy.source}: policy {policy.id}, {where}: "
