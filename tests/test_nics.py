@@ -13,6 +13,7 @@ from kubegap.facts import nics
 from kubegap.facts.container import resource_counts
 from kubegap.facts.template import pinned_labels
 from kubegap.workloads import Container
+from tests.test_facts import gather
 
 RAILS = {"gpu-nic-rails": {"railsPerNode": {"p5.48xlarge": 32, "8": 8}}}
 
@@ -108,6 +109,16 @@ def test_resource_count_bits_add_up_to_the_pods_devices_per_extended_resource() 
     assert total("example.com/huge") == 2**nics.COUNT_BITS - 1
     assert total("cpu") == total("memory") == 0
     assert max(len(names) for names in bits) <= 3  # as short as the pod's resource names, not its devices
+
+
+def test_the_counted_names_are_resource_names_so_globbed_matches_them() -> None:
+    """gpu-nic-rails tests these names with `in globbed.NAME`, exact only for names of a globbed list."""
+    obj = _with_limits(_job(), **{"vpc.amazonaws.com/efa": 32, "rdma/ib": "${N}", "example.com/x": 0})
+    (unit,) = gather(obj).units["template"]
+    facts = unit.bindings["template"]
+    named = {n for bits in facts["resourceCountBits"] for n in bits} | set(facts["unreadableResources"])
+    assert named == {"vpc.amazonaws.com/efa", "rdma/ib", "nvidia.com/gpu"}
+    assert named <= set(facts["resourceNames"])
 
 
 def test_unreadable_counts_are_listed_and_zero_is_not_unreadable() -> None:
