@@ -14,7 +14,8 @@ from collections.abc import Iterable
 def pattern(globs: Iterable[str]) -> str:
     """One pattern matching a whole line that any glob matches: `*` any run of characters, `?` one."""
     parts = ["".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in g) for g in globs]
-    return "(?m)^(?:" + "|".join(parts) + ")$" if parts else "(?!)"
+    # No globs match nothing: `\b\B` (a boundary that is no boundary) is RE2, where `(?!)` is not.
+    return "(?m)^(?:" + "|".join(parts) + ")$" if parts else r"\b\B"
 
 
 @functools.lru_cache(maxsize=256)

@@ -24,7 +24,7 @@ EXEMPTION_PREFIX = "ignore.kubegap.dev/"
 @dataclass(frozen=True, slots=True)
 class Param:
     name: str
-    type: str  # duration | int | number | string | list | globs | bool
+    type: str  # duration | int | number | string | list | globs | bool | intMap
     default: Any  # already converted, as CEL sees it
     description: str = ""
 
@@ -98,6 +98,8 @@ def param_text(param: Param, value: Any) -> str:
         return durations.format_seconds(float(value))
     if param.type in ("list", "globs"):
         return ", ".join(str(v) for v in value)
+    if param.type == "intMap":
+        return ", ".join(f"{k}:{v}" for k, v in value.items()) or "{}"
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
@@ -158,7 +160,34 @@ def convert_param(param_type: str, value: Any) -> Any:
     if param_type in ("list", "globs"):
         items = value if isinstance(value, list) else [s.strip() for s in str(value).split(",") if s.strip()]
         return [str(i) for i in items]
+    if param_type == "intMap":
+        return _int_map(value)
     return str(value)
+
+
+def _int_map(value: Any) -> dict[str, int]:
+    """A map of names to counts of at least 1: a YAML mapping, or `--set` text `p5.48xlarge:32,8:8`
+    (keys may be numbers: a GPU count `8` is the key "8"). Raises ValueError."""
+    if isinstance(value, str):
+        pairs = [item.rpartition(":") for item in value.split(",") if item.strip() not in ("", "{}")]
+        if any(not sep for _, sep, _ in pairs):
+            raise ValueError(f"{value!r} is not a list of NAME:COUNT pairs (p5.48xlarge:32,8:8)")
+        value = {key.strip(): count.strip() for key, _, count in pairs}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{value!r} is not a map of names to counts")
+    out: dict[str, int] = {}
+    for key, count in value.items():
+        name = str(key).strip() if isinstance(key, str | int) and not isinstance(key, bool) else ""
+        if not name:
+            raise ValueError(f"key {key!r} is not a name or a count")
+        try:
+            number = convert_param("int", count.strip() if isinstance(count, str) else count)
+        except ValueError:
+            number = 0
+        if number < 1:
+            raise ValueError(f"{name}: {count!r} is not a whole count of at least 1")
+        out[name] = number
+    return out
 
 
 def _params(raw: Mapping[str, Any], source: str, policy_id: str) -> tuple[Param, ...]:

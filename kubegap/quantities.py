@@ -22,3 +22,10 @@ def count(value: Any) -> int:
         # reaching CPython's 4,300-digit conversion limit (and a huge count still counts as GPUs).
         return min(int(digits), INT64_MAX) if len(digits) <= 19 else INT64_MAX
     return 0
+
+
+def is_zero(value: Any) -> bool:
+    """A count written as zero (or below): `count` gives 0 for it as it does for text it cannot read."""
+    return (isinstance(value, int) and not isinstance(value, bool) and value <= 0) or (
+        isinstance(value, str) and value.strip() == "0"
+    )

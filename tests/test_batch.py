@@ -46,6 +46,18 @@ def test_batched_results_equal_each_validation_alone_on_every_example(backend: s
         assert batched.results == single.results, obj.get("metadata", {}).get("name")
 
 
+@pytest.mark.parametrize("backend", cel.BACKENDS)
+def test_batched_results_equal_each_validation_alone_under_examples_params(backend: str) -> None:
+    """Rules a cluster must declare first (`# params:`) run only with their examples' parameters."""
+    with_params = [e for e in EXAMPLES if e.params]
+    assert with_params
+    for example in with_params:
+        engine = testing.build(example, Settings(cel_backend=backend))
+        alone = _alone(engine)
+        for obj in (d for d in yaml.safe_load_all(example.path.read_text()) if isinstance(d, dict)):
+            assert engine.evaluate(obj).results == alone.evaluate(obj).results, example.path.name
+
+
 def test_a_unit_costs_one_call_per_scope_not_one_per_validation(monkeypatch: pytest.MonkeyPatch) -> None:
     engine = build_engine(Settings(cel_backend="cel-expr"))
     obj = pytorchjob()

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from kubegap import cel
+from kubegap import cel, globs
 from kubegap.errors import KubegapError
 
 BINDINGS: Mapping[str, Any] = {
@@ -180,3 +180,11 @@ def test_auto_with_unknown_environment_value(fresh_backends: None, monkeypatch: 
 def test_explicit_name_beats_environment(fresh_backends: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KUBEGAP_CEL_BACKEND", "cel-python")
     assert cel.backend("cel-expr").name == "cel-expr"
+
+
+@pytest.mark.parametrize("text", ["", "rdma/ib", "a\nb"])
+def test_an_empty_glob_list_matches_nothing_in_either_runtime(backend: cel.Backend, text: str) -> None:
+    # a `globs` parameter set to nothing (`--set POLICY.NAME=`) reaches CEL as this pattern
+    program = backend.compile("facts.name.matches(facts.pattern)")
+    bindings = {"facts": backend.convert({"name": text, "pattern": globs.pattern([])})}
+    assert program(backend.activation(bindings)) is False

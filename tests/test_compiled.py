@@ -10,6 +10,7 @@ from kubegap import cel, policy
 from kubegap.compiled import compile_policies, resolve_params, select
 from kubegap.config import Settings
 from kubegap.errors import PolicyError, UsageError
+from kubegap.evaluate import build_engine
 
 POLICY = """\
 apiVersion: kubegap.dev/v1alpha1
@@ -25,6 +26,7 @@ spec:
     names: {type: list, default: [a, b]}
     count: {type: int, default: 3}
     strict: {type: bool, default: false}
+    rails: {type: intMap, default: {"8": 8}}
   variables:
     - {name: doubled, expression: "container.gpus * 2"}
   validations:
@@ -59,7 +61,14 @@ def test_compiles_every_expression(tmp_path: Path, backend: cel.Backend) -> None
     assert validation.field_path is not None
     assert [v.name for v, _ in compiled.variables] == ["doubled"]
     assert validation.remediation == "Fix it."
-    assert compiled.params == {"limit": 600.0, "names": ["a", "b"], "count": 3, "strict": False}
+    assert compiled.params == {
+        "limit": 600.0,
+        "names": ["a", "b"],
+        "count": 3,
+        "strict": False,
+        "rails": {"8": 8},
+    }
+    assert compiled.params_text["rails"] == "8:8"
 
 
 # (where the broken expression sits, edit to POLICY, how the error must name it)
@@ -110,7 +119,7 @@ def test_cel_expr_reports_unknown_function_at_start_up(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("overrides", "expected"),
     [
-        ({}, {"limit": 600.0, "names": ["a", "b"], "count": 3, "strict": False}),
+        ({}, {"limit": 600.0, "names": ["a", "b"], "count": 3, "strict": False, "rails": {"8": 8}}),
         ({"limit": "20m"}, {"limit": 1200.0}),
         ({"limit": "1h30m"}, {"limit": 5400.0}),
         ({"names": "x, y"}, {"names": ["x", "y"]}),
@@ -119,6 +128,9 @@ def test_cel_expr_reports_unknown_function_at_start_up(tmp_path: Path) -> None:
         ({"count": 7}, {"count": 7}),
         ({"strict": "true"}, {"strict": True}),
         ({"strict": True}, {"strict": True}),
+        ({"rails": "p5.48xlarge:32,8:8"}, {"rails": {"p5.48xlarge": 32, "8": 8}}),
+        ({"rails": {"a3-megagpu-8g": 8}}, {"rails": {"a3-megagpu-8g": 8}}),
+        ({"rails": ""}, {"rails": {}}),
     ],
 )
 def test_resolve_params(tmp_path: Path, overrides: dict[str, Any], expected: dict[str, Any]) -> None:
@@ -127,7 +139,7 @@ def test_resolve_params(tmp_path: Path, overrides: dict[str, Any], expected: dic
     for name, value in expected.items():
         assert params[name] == value
         assert type(params[name]) is type(value)
-    assert set(params) == {"limit", "names", "count", "strict"}
+    assert set(params) == {"limit", "names", "count", "strict", "rails"}
 
 
 @pytest.mark.parametrize(
@@ -136,6 +148,8 @@ def test_resolve_params(tmp_path: Path, overrides: dict[str, Any], expected: dic
         ({"limit": "20"}, r"parameter probe\.limit \(duration\)"),
         ({"count": "many"}, r"parameter probe\.count \(int\)"),
         ({"strict": "yes"}, r"parameter probe\.strict \(bool\)"),
+        ({"rails": "p5.48xlarge=32"}, r"parameter probe\.rails \(intMap\): .* NAME:COUNT pairs"),
+        ({"rails": {"p5.48xlarge": "0"}}, r"parameter probe\.rails \(intMap\): p5\.48xlarge: '0' is not"),
         ({"nope": "1"}, "no parameter 'nope'"),
     ],
 )
@@ -195,3 +209,23 @@ def test_skipped_policy_is_not_compiled(tmp_path: Path) -> None:
     """A broken policy the user skips does not stop the run."""
     policies = load(tmp_path, POLICY.replace("container.gpus <= params.count", "container.gpus <="))
     assert compile_policies(policies, Settings(skip=("probe",)), cel.backend("cel-python")) == []
+
+
+def test_an_int_map_reaches_cel_as_a_map_in_both_runtimes(tmp_path: Path, backend: cel.Backend) -> None:
+    from tests.test_evaluate import engine_for, policy_text, pytorchjob
+
+    text = policy_text(
+        "rails",
+        "container",
+        """\
+        - name: enough
+          expression: "string(container.gpus) in params.rails && params.rails[string(container.gpus)] >= 8"
+        """,
+        applies_to="container.gpus > 0",
+        extra='params: {rails: {type: intMap, default: {"8": 8}}}',
+    )
+    engine = engine_for(tmp_path, backend.name, text)
+    assert {f.result.value for f in engine.evaluate(pytorchjob()).results} == {"pass"}
+    settings = Settings(policy_dirs=(str(tmp_path),), select=("rails",), cel_backend=backend.name)
+    lowered = build_engine(settings.with_params({"rails": {"rails": "8:4"}}))
+    assert {f.result.value for f in lowered.evaluate(pytorchjob()).results} == {"fail"}

@@ -130,6 +130,11 @@ def test_parse_set_rejects(item: str) -> None:
         parse_set([item])
 
 
+def test_a_map_parameter_is_read_from_the_config_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "params: {gpu-nic-rails: {railsPerNode: {p5.48xlarge: 32, 8: 8}}}\n")
+    assert load_config(str(path)).params == {"gpu-nic-rails": {"railsPerNode": {"p5.48xlarge": 32, 8: 8}}}
+
+
 def test_with_params_merges_without_touching_the_original() -> None:
     base = Settings(params={"a": {"x": "1", "y": "2"}})
     merged = base.with_params({"a": {"x": "9"}, "b": {"z": "3"}})

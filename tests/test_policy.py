@@ -112,7 +112,23 @@ BUNDLED: dict[str, tuple[Severity, str, dict[str, tuple[Severity, str]], dict[st
         {"maxSyncInterval": 600.0, "largeJobAccelerators": 512},
     ),
     "gpu-nic-alignment": (Severity.MEDIUM, "claim", {"pcie-root-aligned": (Severity.MEDIUM, "claim")}, {}),
-    "gpu-nic-rails": (Severity.MEDIUM, "container", {"hca-per-gpu": (Severity.MEDIUM, "container")}, {}),
+    "gpu-nic-rails": (
+        Severity.MEDIUM,
+        "template",
+        {"hca-per-gpu": (Severity.MEDIUM, "container"), "nic-per-rail": (Severity.MEDIUM, "template")},
+        {
+            "railsPerNode": {},
+            "nodeTypeLabel": "node.kubernetes.io/instance-type",
+            "perDeviceNicResources": [
+                "vpc.amazonaws.com/efa",
+                "rdma/ib",
+                "nvidia.com/*rdma*",
+                "nvidia.com/*sriov*",
+                "openshift.io/*",
+            ],
+            "sharedNicResources": ["rdma/*shared*", "*/rdma_shared_device*", "*/hca_shared_devices*"],
+        },
+    ),
     "hot-spares": (
         Severity.MEDIUM,
         "pool",
@@ -321,6 +337,9 @@ def test_unknown_param_lists_the_known_ones(bundled: dict[str, policy.Policy]) -
         ("list", ["a", 1], ["a", "1"]),
         ("list", "", []),
         ("string", 5, "5"),
+        ("intMap", "p5.48xlarge:32, 8:8", {"p5.48xlarge": 32, "8": 8}),
+        ("intMap", {8: "8", "a3-megagpu-8g": 8}, {"8": 8, "a3-megagpu-8g": 8}),
+        ("intMap", "", {}),
     ],
 )
 def test_convert_param(param_type: str, value: Any, expected: Any) -> None:
@@ -343,8 +362,25 @@ def test_convert_param(param_type: str, value: Any, expected: Any) -> None:
         ("number", "fast"),
         ("bool", "yes"),
         ("bool", 1),
+        ("intMap", "p5.48xlarge"),
+        ("intMap", "p5.48xlarge:many"),
+        ("intMap", {"p5.48xlarge": 0}),
+        ("intMap", {"p5.48xlarge": True}),
+        ("intMap", {"p5.48xlarge": 1.5}),
+        ("intMap", {True: 8}),
+        ("intMap", {"": 8}),
+        ("intMap", ["p5.48xlarge"]),
     ],
 )
 def test_convert_param_rejects(param_type: str, value: Any) -> None:
     with pytest.raises((ValueError, TypeError)):
         policy.convert_param(param_type, value)
+
+
+def test_an_int_map_is_written_as_set_takes_it() -> None:
+    param = policy.Param("rails", "intMap", {})
+    text = policy.param_text(param, {"p5.48xlarge": 32, "8": 8})
+    assert text == "p5.48xlarge:32, 8:8"
+    assert policy.convert_param("intMap", text) == {"p5.48xlarge": 32, "8": 8}
+    assert policy.param_text(param, {}) == "{}"
+    assert policy.convert_param("intMap", "{}") == {}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -68,25 +68,32 @@ class ClusterChecks:
 
     def finish(self, auditor: Auditor) -> None:
         """Judge the pools and GPU nodes, and record the results as the runner records an object's."""
-        section, view = self.section, self.view
+        section = self.section
         auditor.result.cluster = section
-        if view is None or section.status != "evaluated":
+        if self.view is None or section.status != "evaluated":
             return
         if problem := _incomplete(auditor):
             section.status, section.reason = "incomplete", problem
             auditor.coverage.problems.append(f"cluster validations not evaluated: {problem}")
             return
-        deadline = time.monotonic() + auditor.evaluation_timeout
-        nodes = view.gpu_nodes()
-        section.gpu_nodes = len(nodes)
+        for evaluation in self.judge(time.monotonic() + auditor.evaluation_timeout):
+            _record(auditor, evaluation)
+
+    def judge(self, deadline: float | None) -> Iterator[Evaluation]:
+        """Each GPU node's and each pool's evaluation over what was observed; the section gains the pools.
+        Whether the lists were complete is the caller's to say (`finish`; `kubegap test` reads a file)."""
+        if self.view is None:
+            return
+        nodes = self.view.gpu_nodes()
+        self.section.gpu_nodes = len(nodes)
         for node in nodes:
             obj = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node.name}}
-            _record(auditor, self.engine.evaluate_facts(obj, node_unit_facts(node), deadline))
+            yield self.engine.evaluate_facts(obj, node_unit_facts(node), deadline)
         for label in sorted({str(c.params.get(POOL_LABEL_PARAM, "")) for c in self.policies} - {""}):
-            for name, facts in pools(view, label):
-                section.pools.append(dict(facts.units["pool"][0].bindings["pool"]))
+            for name, facts in pools(self.view, label):
+                self.section.pools.append(dict(facts.units["pool"][0].bindings["pool"]))
                 obj = {"apiVersion": POOL_API_VERSION, "kind": POOL_KIND, "metadata": {"name": name}}
-                _record(auditor, self.engine.evaluate_facts(obj, facts, deadline))
+                yield self.engine.evaluate_facts(obj, facts, deadline)
 
 
 def out_of_scope(

@@ -10,7 +10,7 @@ from kubegap.facts import argv, env, mpi, persistence, rails, readings, recorder
 from kubegap.facts.knobs import Catalogue, Framework
 from kubegap.facts.model import Scratch, UnreadableCount, longest, seconds
 from kubegap.fieldpath import render
-from kubegap.quantities import count
+from kubegap.quantities import count, is_zero
 from kubegap.workloads import Container, PodTemplate
 
 _HIDDEN_FORWARD = "mpirun -x {} (launcher value not visible)"
@@ -31,16 +31,10 @@ def unreadable_counts(catalogue: Catalogue, container: Container) -> list[Unread
     found = []
     for section in ("limits", "requests"):
         for name, value in raw.mapping(resources.get(section)).items():
-            if catalogue.is_accelerator(str(name)) and count(value) == 0 and not _zero(value):
+            if catalogue.is_accelerator(str(name)) and count(value) == 0 and not is_zero(value):
                 path = (*container.path, "resources", section, str(name))
                 found.append(UnreadableCount(str(name), "" if value is None else str(value), path))
     return found
-
-
-def _zero(value: Any) -> bool:
-    return (isinstance(value, int) and not isinstance(value, bool) and value <= 0) or (
-        isinstance(value, str) and value.strip() == "0"
-    )
 
 
 def probe(spec: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:

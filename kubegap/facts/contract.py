@@ -82,6 +82,33 @@ TEMPLATE = record(
         globbed=True,
     ),
     fact("resourceNamesText", STRING, "resourceNames one per line, for `globs` parameters"),
+    fact(
+        "resourceCountBits",
+        ListOf(ListOf(STRING)),
+        "7 lists: list k holds the extended resources (names with `/`) whose count for the pod has bit k set"
+        " (counts above 127 read as 127), to add up a `globs` parameter's devices in CEL: resource k adds"
+        " 2^k when `r in globbed.x` (gpu-nic-rails)",
+    ),
+    fact("unreadableResources", ListOf(STRING), "extended resources whose count is not a whole number"),
+    fact(
+        "nics",
+        record(
+            "NICs the pod's annotations attach",
+            fact("multus", INT, "entries of k8s.v1.cni.cncf.io/networks", "interfaces", optional=True),
+            fact(
+                "gke", INT, "non-default entries of networking.gke.io/interfaces", "interfaces", optional=True
+            ),
+            fact("unresolved", ListOf(STRING), "annotations kubegap cannot read, and why"),
+        ),
+        "Multus and GKE multi-network attachments (RULES.md v3 gpu-nic-rails)",
+    ),
+    fact(
+        "pinnedLabels",
+        MapOf(STRING, "node label keys"),
+        "node labels with one possible value: nodeSelector, or `In` one value in every required"
+        " nodeAffinity term",
+    ),
+    fact("ibHcaCounted", BOOL, "a container's NCCL_IB_HCA can be counted (has container.ibHca)"),
     fact("hostNetwork", BOOL, "spec.hostNetwork is true"),
     fact("fabricDevices", BOOL, "a privileged container mounts the host's /dev/infiniband"),
     fact("resourceClaims", INT, "entries of spec.resourceClaims (DRA)", "claims"),

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubegap import raw
-from kubegap.facts import tolerations
+from kubegap.facts import nics, tolerations
 from kubegap.fieldpath import render
 from kubegap.workloads import PodTemplate
 
@@ -32,6 +32,28 @@ def _fabric_devices(template: PodTemplate) -> bool:
     return False
 
 
+def pinned_labels(spec: Mapping[str, Any]) -> dict[str, str]:
+    """Node labels the pod can only run with one value of: its nodeSelector, and a label that every
+    required nodeAffinity term pins with `In` and the same single value (terms are ORed)."""
+    affinity = raw.mapping(raw.mapping(spec.get("affinity")).get("nodeAffinity"))
+    required = raw.mapping(affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
+    terms = [_term_pins(t) for t in raw.items(required.get("nodeSelectorTerms"))]
+    pinned = {k: v for k, v in terms[0].items() if all(t.get(k) == v for t in terms)} if terms else {}
+    selector = raw.mapping(spec.get("nodeSelector"))
+    pinned.update({str(k): v for k, v in selector.items() if isinstance(v, str)})
+    return pinned
+
+
+def _term_pins(term: Any) -> dict[str, str]:
+    pins = {}
+    for expression in raw.items(raw.mapping(term).get("matchExpressions")):
+        expression = raw.mapping(expression)
+        values = raw.items(expression.get("values"))
+        if expression.get("operator") == "In" and len(values) == 1 and isinstance(values[0], str):
+            pins[str(expression.get("key"))] = values[0]
+    return pins
+
+
 def gather(
     template: PodTemplate, containers: list[dict[str, Any]], counts: Mapping[int, Mapping[str, int]]
 ) -> dict[str, Any]:
@@ -39,6 +61,7 @@ def gather(
     spec, metadata = template.spec, template.metadata
     claims = spec.get("resourceClaims")
     names = sorted({r for c in template.containers for r in counts[id(c)]})
+    annotations = {str(k): str(v) for k, v in raw.mapping(metadata.get("annotations")).items()}
     return {
         "role": template.role,
         "path": render(template.path),
@@ -46,9 +69,14 @@ def gather(
         "podLevel": template.pod_level,
         "gpusPerPod": sum(c["gpus"] for c in containers),
         "acceleratorsPerPod": sum(c["accelerators"] for c in containers),
-        "annotations": {str(k): str(v) for k, v in raw.mapping(metadata.get("annotations")).items()},
+        "annotations": annotations,
         "resourceNames": names,
         "resourceNamesText": "\n".join(names),  # one per line, for `globs` params
+        "resourceCountBits": nics.resource_count_bits(template.containers, counts),
+        "unreadableResources": nics.unreadable_resources(template.containers),
+        "nics": nics.attached(annotations),
+        "pinnedLabels": pinned_labels(spec),
+        "ibHcaCounted": any("ibHca" in c for c in containers),
         "hostNetwork": spec.get("hostNetwork") is True,
         "fabricDevices": _fabric_devices(template),
         "resourceClaims": len(claims) if isinstance(claims, list) else 0,

@@ -34,6 +34,9 @@ FIXERS: dict[tuple[str, str], Callable[[Target], Patch]] = {
     ("gpu-nic-topology", "no-transport-fallback"): variables.no_transport_fallback,
     ("gpu-nic-topology", "nccl-nic-hints"): variables.nccl_nic_hints,
     ("gpu-nic-topology", "nic-attached"): _never("attaching a NIC depends on the cluster's fabric"),
+    ("gpu-nic-rails", "nic-per-rail"): _never(
+        "the NIC resources and networks a pod can request depend on the nodes' device plugins and networks"
+    ),
 }
 _BY_RULE = {
     EXEMPTION_REASON: "only a person can give the exemption's reason",

@@ -51,7 +51,7 @@ _PARAMS: dict[str, Any] = {
     "type": "object",
     "additionalProperties": {
         "type": "object",
-        "additionalProperties": {"type": ["string", "number", "boolean", "array"]},
+        "additionalProperties": {"type": ["string", "number", "boolean", "array", "object"]},
     },
 }
 SCHEMA: dict[str, Any] = {

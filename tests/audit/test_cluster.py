@@ -152,6 +152,14 @@ def test_cordoned_nodes_need_no_monitor_and_an_exemption_skips(apiserver: ApiSer
     )
 
 
+def test_a_blank_exemption_exempts_no_node_and_is_reported(apiserver: ApiServer, audit: Audit) -> None:
+    blank = gpu_node("p5-000")
+    blank["metadata"]["annotations"] = {"ignore.kubegap.dev/link-monitor": " "}
+    apiserver.load([blank])
+    found = {(f.rule, f.result) for f in cluster_findings(audit(), "link-monitor")}
+    assert found == {("monitor-running", Result.FAIL), ("exemption-reason", Result.FAIL)}
+
+
 @pytest.mark.parametrize(
     ("scope", "why"),
     [

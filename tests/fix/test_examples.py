@@ -14,6 +14,7 @@ import pytest
 
 from kubegap import testing
 from kubegap.enginerules import INVALID_DECLARATION
+from kubegap.evaluate import Engine
 from tests.fix.support import engine, failing, fix, identity
 
 ROOT = Path(str(files("kubegap.policies")))
@@ -26,13 +27,18 @@ def _id(example: testing.Example) -> str:
     return f"{example.policy}/{example.path.name}"
 
 
+def _engine(example: testing.Example) -> Engine:
+    """The engine `kubegap test` judges the example with: its policy, with its `# params:`."""
+    return engine(example.policy, params={example.policy: example.params})
+
+
 def _golden(example: testing.Example) -> Path:
     return GOLDEN / example.policy / example.path.name.replace(".yaml", ".diff")
 
 
 @pytest.mark.parametrize("example", FAILING, ids=_id)
 def test_fix_matches_the_golden_diff(example: testing.Example) -> None:
-    fixed = fix(example.path.read_bytes(), engine(example.policy), name=_id(example))
+    fixed = fix(example.path.read_bytes(), _engine(example), name=_id(example))
     golden = _golden(example)
     if os.environ.get("KUBEGAP_UPDATE_GOLDEN"):
         if fixed.changed:
@@ -48,7 +54,7 @@ def test_fix_matches_the_golden_diff(example: testing.Example) -> None:
 
 @pytest.mark.parametrize("example", FAILING, ids=_id)
 def test_fixed_findings_are_gone_and_none_is_new(example: testing.Example) -> None:
-    the_engine = engine(example.policy)
+    the_engine = _engine(example)
     text = example.path.read_text("utf-8")
     fixed = fix(text, the_engine)
     before = {identity(f) for f in failing(text, the_engine)}
@@ -69,21 +75,21 @@ def test_fixed_findings_are_gone_and_none_is_new(example: testing.Example) -> No
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=_id)
 def test_a_second_run_changes_nothing(example: testing.Example) -> None:
-    the_engine = engine(example.policy)
+    the_engine = _engine(example)
     once = fix(example.path.read_bytes(), the_engine).text
     assert fix(once, the_engine).text == once
 
 
 @pytest.mark.parametrize("example", [e for e in EXAMPLES if e not in FAILING], ids=_id)
 def test_passing_and_skipped_examples_are_left_alone(example: testing.Example) -> None:
-    fixed = fix(example.path.read_bytes(), engine(example.policy))
+    fixed = fix(example.path.read_bytes(), _engine(example))
     assert not fixed.changed
 
 
 def test_every_fixable_rule_is_exercised_by_an_example() -> None:
     fixed_rules = set()
     for example in FAILING:
-        for outcome in fix(example.path.read_bytes(), engine(example.policy)).outcomes:
+        for outcome in fix(example.path.read_bytes(), _engine(example)).outcomes:
             if outcome.fixed:
                 fixed_rules.add((outcome.finding.policy, outcome.finding.rule, outcome.todo))
     assert {

@@ -184,7 +184,9 @@ def test_a_probe_in_a_flow_style_container_is_not_rewritten() -> None:
     assert "flow-style" in fixed.outcomes[0].note
 
 
-@pytest.mark.parametrize("rule", ["checkpointing-enabled", "exemption-reason", "nic-attached"])
+@pytest.mark.parametrize(
+    "rule", ["checkpointing-enabled", "exemption-reason", "nic-attached", "nic-per-rail"]
+)
 def test_rules_without_a_safe_fix_say_so(rule: str) -> None:
     from kubegap.fix import fixers
 

@@ -53,9 +53,9 @@ def test_an_empty_section_is_the_safe_default() -> None:
 
 def test_parameter_values_are_kept_as_the_top_level_params_are() -> None:
     config = parse_config(
-        {"namespaces": {"a": {"params": {"p": {"n": 3, "b": True, "l": ["x"], "s": "1m"}}}}}
+        {"namespaces": {"a": {"params": {"p": {"n": 3, "b": True, "l": ["x"], "s": "1m", "m": {"8": 8}}}}}}
     )
-    assert config.namespaces["a"].params == {"p": {"n": 3, "b": True, "l": ["x"], "s": "1m"}}
+    assert config.namespaces["a"].params == {"p": {"n": 3, "b": True, "l": ["x"], "s": "1m", "m": {"8": 8}}}
 
 
 INVALID: list[tuple[str, Any, str]] = [
@@ -83,8 +83,8 @@ INVALID: list[tuple[str, Any, str]] = [
     ),
     ("unknown namespace key", {"namespaces": {"a": {"preset": "warn"}}}, "/webhook/namespaces/a: Additional"),
     (
-        "param an object",
-        {"namespaces": {"a": {"params": {"p": {"x": {}}}}}},
+        "param null",
+        {"namespaces": {"a": {"params": {"p": {"x": None}}}}},
         "/webhook/namespaces/a/params/p/x",
     ),
     ("skip not list", {"namespaces": {"a": {"skip": "p"}}}, "/webhook/namespaces/a/skip: 'p' is not of type"),

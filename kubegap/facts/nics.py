@@ -1,0 +1,118 @@
+"""The NICs a pod asks for (RULES.md v3 `gpu-nic-rails/nic-per-rail`), read three ways:
+
+- **Per-device resources.** The pod's count of every extended resource (a name with a `/`), written in
+  binary (`resourceCountBits`: list k holds the resources whose count has bit k set), so that a policy's
+  globs parameter chooses the NIC resources and CEL adds up their devices as
+  `size(bits[0].filter(...)) + 2 * size(bits[1].filter(...)) + ...` (CEL has no sum). The lists stay as
+  short as the pod's resource names: a list of one name per device would make every template expression's
+  cost bound (kubegap.celcost, at the longest list) grow with `vpc.amazonaws.com/efa: 32`.
+  `vpc.amazonaws.com/efa: 32` is 32 EFA devices
+  (docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html). A count kubegap cannot read
+  (`${EFA}`) is listed in `unreadableResources`, never counted as 0.
+- **Multus** `k8s.v1.cni.cncf.io/networks`: as Multus parses it (k8snetworkplumbingwg/multus-cni
+  pkg/k8sclient/k8sclient.go, parsePodNetworkAnnotation): JSON when the value holds `[`, `{` or `"`, a
+  list of objects that each name a network; otherwise a comma list of `[namespace/]name[@interface]` whose
+  names are DNS-1123 labels. One entry is one interface.
+- **GKE multi-network** `networking.gke.io/interfaces`: a JSON list of `{interfaceName, network}`; the
+  pod's default interface (network `default`, or the interface `networking.gke.io/default-interface`
+  names, `eth0` when unset) is not a data NIC (GoogleCloudPlatform/container-engine-accelerators,
+  gpudirect-tcpxo/nccl-test-latest-autopilot.yaml: eth0 on `default`, eth1-eth8 on vpc1-vpc8).
+
+An annotation that cannot be read this way (malformed, or a template placeholder) is `unresolved`, with why.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kubegap import integers, raw
+from kubegap.quantities import count, is_zero
+from kubegap.workloads import Container
+
+MULTUS = "k8s.v1.cni.cncf.io/networks"
+GKE = "networking.gke.io/interfaces"
+GKE_DEFAULT = "networking.gke.io/default-interface"
+COUNT_BITS = 7  # counts up to 127 per resource, more devices than any node has NICs; above read as 127
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")  # DNS-1123 label, as Multus checks names
+_PLACEHOLDER = re.compile(r"\$\{|\$\(|\{\{")  # ${VAR}, $(VAR), {{ .Values }}: filled in later
+
+
+def resource_count_bits(
+    containers: Sequence[Container], counts: Mapping[int, Mapping[str, int]]
+) -> list[list[str]]:
+    """The pod's extended resources by the bits of their counts: list k names those with bit k set."""
+    totals: dict[str, int] = {}
+    for each in containers:
+        for name, n in counts[id(each)].items():
+            if "/" in name:
+                totals[name] = totals.get(name, 0) + n
+    capped = [(name, min(totals[name], 2**COUNT_BITS - 1)) for name in sorted(totals)]
+    return [[name for name, n in capped if n >> k & 1] for k in range(COUNT_BITS)]
+
+
+def unreadable_resources(containers: Sequence[Container]) -> list[str]:
+    """Extended resources whose limit or request is not a whole number (a placeholder, `1.5`, `x`)."""
+    found = set()
+    for each in containers:
+        resources = raw.mapping(each.spec.get("resources"))
+        for section in ("limits", "requests"):
+            for name, value in raw.mapping(resources.get(section)).items():
+                if "/" in str(name) and count(value) == 0 and not is_zero(value):
+                    found.add(str(name))
+    return sorted(found)
+
+
+def attached(annotations: Mapping[str, str]) -> dict[str, Any]:
+    """{multus, gke: interfaces each annotation attaches (absent without it), unresolved: [why, ...]}."""
+    out: dict[str, Any] = {"unresolved": []}
+    readers = ((MULTUS, "multus", _multus), (GKE, "gke", _gke))
+    for key, fact, read in readers:
+        text = annotations.get(key)
+        if text is None:
+            continue
+        try:
+            if _PLACEHOLDER.search(text):
+                raise ValueError("it holds a template placeholder")
+            out[fact] = read(text, annotations)
+        except (ValueError, RecursionError) as err:
+            out["unresolved"].append(f"annotation {key} cannot be read: {err}")
+    return out
+
+
+def _multus(text: str, annotations: Mapping[str, str]) -> int:
+    if any(c in text for c in '[{"'):
+        entries = _json_list(text)
+        if not all(isinstance(e, Mapping) and isinstance(e.get("name"), str) and e["name"] for e in entries):
+            raise ValueError("a JSON list must hold objects that each name a network")
+        return len(entries)
+    items = [item.strip() for item in text.split(",")]
+    for item in items:
+        namespace, _, name = item.rpartition("/")
+        name = name.partition("@")[0].strip()
+        if not _LABEL.match(name) or (namespace and not _LABEL.match(namespace.strip())):
+            raise ValueError(f"{item!r} is not [namespace/]name[@interface]")
+    return len(items)
+
+
+def _gke(text: str, annotations: Mapping[str, str]) -> int:
+    default = annotations.get(GKE_DEFAULT, "eth0")
+    data = 0
+    for entry in _json_list(text):
+        if not isinstance(entry, Mapping) or not all(
+            isinstance(entry.get(k), str) for k in ("interfaceName", "network")
+        ):
+            raise ValueError("each interface needs an interfaceName and a network")
+        data += entry["network"] != "default" and entry["interfaceName"] != default
+    return data
+
+
+def _json_list(text: str) -> list[Any]:
+    try:
+        value = integers.loads(text)
+    except ValueError as err:
+        raise ValueError(f"not JSON ({err})") from None
+    if not isinstance(value, list):
+        raise ValueError("not a JSON list")
+    return value
