@@ -93,22 +93,13 @@ def _containers(*limits: dict[str, Any]) -> list[Container]:
     ]
 
 
-def test_resource_count_bits_add_up_to_the_pods_devices_per_extended_resource() -> None:
+def test_resource_counts_add_up_each_extended_resource_over_the_containers() -> None:
     containers = _containers(
         {"nvidia.com/gpu": 2, "vpc.amazonaws.com/efa": "3", "memory": "10Gi", "cpu": 4},
         {"vpc.amazonaws.com/efa": 29, "example.com/huge": 10_000},
     )
-    bits = nics.resource_count_bits(containers, {id(c): resource_counts(c.spec) for c in containers})
-    assert len(bits) == nics.COUNT_BITS
-
-    def total(name: str) -> int:
-        return sum(2**k for k, names in enumerate(bits) if name in names)
-
-    assert total("vpc.amazonaws.com/efa") == 32
-    assert total("nvidia.com/gpu") == 2
-    assert total("example.com/huge") == 2**nics.COUNT_BITS - 1
-    assert total("cpu") == total("memory") == 0
-    assert max(len(names) for names in bits) <= 3  # as short as the pod's resource names, not its devices
+    counts = nics.resource_counts(containers, {id(c): resource_counts(c.spec) for c in containers})
+    assert counts == {"example.com/huge": 10_000, "nvidia.com/gpu": 2, "vpc.amazonaws.com/efa": 32}
 
 
 def test_the_counted_names_are_resource_names_so_globbed_matches_them() -> None:
@@ -116,7 +107,7 @@ def test_the_counted_names_are_resource_names_so_globbed_matches_them() -> None:
     obj = _with_limits(_job(), **{"vpc.amazonaws.com/efa": 32, "rdma/ib": "${N}", "example.com/x": 0})
     (unit,) = gather(obj).units["template"]
     facts = unit.bindings["template"]
-    named = {n for bits in facts["resourceCountBits"] for n in bits} | set(facts["unreadableResources"])
+    named = set(facts["resourceCounts"]) | set(facts["unreadableResources"])
     assert named == {"vpc.amazonaws.com/efa", "rdma/ib", "nvidia.com/gpu"}
     assert named <= set(facts["resourceNames"])
 
@@ -221,7 +212,16 @@ def test_the_largest_of_the_three_counts_decides(engine: Engine) -> None:
     assert _result(engine, _with_limits(_job(**eight_networks), **{"nvidia.com/sriov_ib": 2})) == "pass"
     assert _result(engine, _with_limits(_job(), **{"nvidia.com/sriov_ib": 8})) == "pass"
     verdict = _verdict(engine, _with_limits(_job(), **{"nvidia.com/sriov_ib": 4}))
-    assert verdict is not None and verdict[0] == "fail" and "4 NIC device(s)" in verdict[1]
+    assert verdict is not None and verdict[0] == "fail"
+    assert "requests nvidia.com/sriov_ib: 4 and" in verdict[1]
+
+
+def test_devices_of_two_nic_resources_are_not_added(engine: Engine) -> None:
+    """A pod's NICs come from one device plugin: two resources of 4 are not 8 NICs per rail."""
+    two = _with_limits(_job(), **{"nvidia.com/sriov_ib": 4, "vpc.amazonaws.com/efa": 4})
+    verdict = _verdict(engine, two)
+    assert verdict is not None and verdict[0] == "fail"
+    assert "nvidia.com/sriov_ib: 4, vpc.amazonaws.com/efa: 4" in verdict[1]
 
 
 def test_an_unreadable_nic_count_fails_as_unresolved_unless_the_rest_already_suffice(engine: Engine) -> None:

@@ -83,11 +83,10 @@ TEMPLATE = record(
     ),
     fact("resourceNamesText", STRING, "resourceNames one per line, for `globs` parameters"),
     fact(
-        "resourceCountBits",
-        ListOf(ListOf(STRING)),
-        "7 lists: list k holds the extended resources (names with `/`) whose count for the pod has bit k set"
-        " (counts above 127 read as 127), to add up a `globs` parameter's devices in CEL: resource k adds"
-        " 2^k when `r in globbed.x` (gpu-nic-rails)",
+        "resourceCounts",
+        MapOf(INT, "extended resource names (with `/`)"),
+        "the pod's count of each extended resource it requests (not 0), summed over its containers",
+        "devices",
     ),
     fact("unreadableResources", ListOf(STRING), "extended resources whose count is not a whole number"),
     fact(

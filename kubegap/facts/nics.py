@@ -1,11 +1,7 @@
 """The NICs a pod asks for (RULES.md v3 `gpu-nic-rails/nic-per-rail`), read three ways:
 
-- **Per-device resources.** The pod's count of every extended resource (a name with a `/`), written in
-  binary (`resourceCountBits`: list k holds the resources whose count has bit k set), so that a policy's
-  globs parameter chooses the NIC resources and CEL adds up their devices as
-  `size(bits[0].filter(...)) + 2 * size(bits[1].filter(...)) + ...` (CEL has no sum). The lists stay as
-  short as the pod's resource names: a list of one name per device would make every template expression's
-  cost bound (kubegap.celcost, at the longest list) grow with `vpc.amazonaws.com/efa: 32`.
+- **Per-device resources.** The pod's count of every extended resource (a name with a `/`), summed over
+  its containers (`resourceCounts`); a policy's globs parameter chooses the NIC resources among them.
   `vpc.amazonaws.com/efa: 32` is 32 EFA devices
   (docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html). A count kubegap cannot read
   (`${EFA}`) is listed in `unreadableResources`, never counted as 0.
@@ -34,22 +30,21 @@ from kubegap.workloads import Container
 MULTUS = "k8s.v1.cni.cncf.io/networks"
 GKE = "networking.gke.io/interfaces"
 GKE_DEFAULT = "networking.gke.io/default-interface"
-COUNT_BITS = 7  # counts up to 127 per resource, more devices than any node has NICs; above read as 127
 _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")  # DNS-1123 label, as Multus checks names
 _PLACEHOLDER = re.compile(r"\$\{|\$\(|\{\{")  # ${VAR}, $(VAR), {{ .Values }}: filled in later
 
 
-def resource_count_bits(
+def resource_counts(
     containers: Sequence[Container], counts: Mapping[int, Mapping[str, int]]
-) -> list[list[str]]:
-    """The pod's extended resources by the bits of their counts: list k names those with bit k set."""
+) -> dict[str, int]:
+    """The pod's count of each extended resource (a name with a `/`) it requests, summed over its containers
+    (an unreadable count is 0 here and listed by `unreadable_resources`)."""
     totals: dict[str, int] = {}
     for each in containers:
         for name, n in counts[id(each)].items():
             if "/" in name:
                 totals[name] = totals.get(name, 0) + n
-    capped = [(name, min(totals[name], 2**COUNT_BITS - 1)) for name in sorted(totals)]
-    return [[name for name, n in capped if n >> k & 1] for k in range(COUNT_BITS)]
+    return {name: n for name, n in sorted(totals.items()) if n > 0}
 
 
 def unreadable_resources(containers: Sequence[Container]) -> list[str]:
