@@ -147,7 +147,7 @@ class Run:
         could not see (`lists_unresolved=False`: no unseen value could change this result)."""
         key = id(unit)
         if key not in self.places:
-            self.places[key] = (tuple(_unresolved(unit, self.facts)), _scope(unit, self.ref))
+            self.places[key] = (tuple(_unresolved(unit, self.facts)), _scope(unit, self.ref, self.facts))
         unresolved, scope = self.places[key]
         return {
             "role": unit.role if unit else None,
@@ -161,10 +161,13 @@ class Run:
 _SCOPES = {"node": "node", "cluster-node": "cluster", "pool": "cluster"}
 
 
-def _scope(unit: Unit | None, ref: ObjectRef) -> str:
-    """The finding's scope (RULES.md §4); an engine rule without a unit is the object's."""
+def _scope(unit: Unit | None, ref: ObjectRef, facts: ObjectFacts) -> str:
+    """The finding's scope (RULES.md §4); an engine rule without a unit is the object's, or the cluster's
+    where the facts are a cluster unit's (facts/cluster.py: a GPU node with its pods, a pool)."""
     if unit is not None:
         return _SCOPES.get(unit.scope, "workload")
+    if any(_SCOPES.get(scope) == "cluster" for scope in facts.units):
+        return "cluster"
     return "node" if ref.kind == "Node" and ref.api_version == "v1" else "workload"
 
 

@@ -156,8 +156,11 @@ def test_a_blank_exemption_exempts_no_node_and_is_reported(apiserver: ApiServer,
     blank = gpu_node("p5-000")
     blank["metadata"]["annotations"] = {"ignore.kubegap.dev/link-monitor": " "}
     apiserver.load([blank])
-    found = {(f.rule, f.result) for f in cluster_findings(audit(), "link-monitor")}
+    findings = cluster_findings(audit(), "link-monitor")
+    found = {(f.rule, f.result) for f in findings}
     assert found == {("monitor-running", Result.FAIL), ("exemption-reason", Result.FAIL)}
+    # reported with the cluster validations, not as a finding of the Node object
+    assert {f.scope for f in findings} == {"cluster"}
 
 
 @pytest.mark.parametrize(
