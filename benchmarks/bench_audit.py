@@ -1,7 +1,7 @@
 """Benchmark: `kubegap audit` over 10,000 and 50,000 objects served by the test API server (page size 500),
 against the list-and-decode floor measured on the same server in the same run.
 
-    python benchmarks/bench_audit.py [--sizes 10000,50000] [--page-size 500] [--jobs auto|N]
+    python benchmarks/bench_audit.py [--sizes 10000,50000] [--page-size 500] [--jobs auto,1]
 
 The floor is what no audit can beat: every kind the audit lists, page by page over one keep-alive TLS
 connection, each page decoded with json.loads, and nothing else (discovery is done before the clock starts).
@@ -358,8 +358,28 @@ def measure(count: int, page_size: int, work: Path, stub: bool = False, jobs: st
     }
 
 
-def engine_name(stub: bool) -> str:
-    return "stub" if stub else "real"
+def _say(row: dict[str, Any]) -> None:
+    print(json.dumps(row), flush=True)
+    print(
+        f"{row['engine']} engine, {row['objects']:,} objects, --jobs {row['jobs']}: audit {row['wall_s']} s, "
+        f"floor {row['floor_s']} s = {row['x_floor']}x the floor (target <= 3x), peak RSS "
+        f"{row['peak_rss_mb']} MB (largest process), {row['peak_pss_sum_mb']} MB (PSS, all processes); "
+        f"CPU {row['cpu_s']} s",
+        flush=True,
+    )
+
+
+def _growth(rows: list[dict[str, Any]]) -> None:
+    for engine, jobs in dict.fromkeys((r["engine"], r["jobs"]) for r in rows):
+        same = [r for r in rows if (r["engine"], r["jobs"]) == (engine, jobs)]
+        if len(same) >= 2:
+            growth = same[-1]["peak_rss_mb"] / same[0]["peak_rss_mb"] - 1
+            summed = same[-1]["peak_pss_sum_mb"] / max(same[0]["peak_pss_sum_mb"], 0.1) - 1
+            sizes = f"{same[0]['objects']:,} -> {same[-1]['objects']:,}"
+            print(
+                f"{engine} engine, --jobs {jobs}: peak RSS growth {sizes}: {growth:+.1%} "
+                f"(summed PSS {summed:+.1%})"
+            )
 
 
 def main() -> int:
@@ -367,7 +387,9 @@ def main() -> int:
     parser.add_argument("--sizes", default="10000,50000")
     parser.add_argument("--page-size", type=int, default=500)
     parser.add_argument("--stub-engine", action="store_true", help="also measure with a stub engine (no CEL)")
-    parser.add_argument("--jobs", default="auto", help="the audit's --jobs (default auto)")
+    parser.add_argument(
+        "--jobs", default="auto", help="the audit's --jobs; a list (auto,1) runs each in turn"
+    )
     parser.add_argument("--stub-child", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     parser.add_argument("--floor-child", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -379,23 +401,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="kubegap-bench-audit-") as tmp:
         for stub in (False, True) if args.stub_engine else (False,):
             for size in (int(s) for s in args.sizes.split(",")):
-                row = measure(size, args.page_size, Path(tmp), stub, args.jobs)
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-                print(
-                    f"{engine_name(stub)} engine, {size:,} objects: audit {row['wall_s']} s, floor "
-                    f"{row['floor_s']} s = {row['x_floor']}x the floor (target <= 3x), "
-                    f"peak RSS {row['peak_rss_mb']} MB (largest process), {row['peak_pss_sum_mb']} MB "
-                    f"(PSS, all processes); CPU {row['cpu_s']} s, --jobs {args.jobs}",
-                    flush=True,
-                )
-    for engine in ("real", "stub"):
-        same = [r for r in rows if r["engine"] == engine]
-        if len(same) >= 2:
-            growth = same[-1]["peak_rss_mb"] / same[0]["peak_rss_mb"] - 1
-            sizes = f"{same[0]['objects']:,} -> {same[-1]['objects']:,}"
-            summed = same[-1]["peak_pss_sum_mb"] / max(same[0]["peak_pss_sum_mb"], 0.1) - 1
-            print(f"{engine} engine: peak RSS growth {sizes}: {growth:+.1%} (summed PSS {summed:+.1%})")
+                for jobs in args.jobs.split(","):
+                    rows.append(measure(size, args.page_size, Path(tmp), stub, jobs))
+                    _say(rows[-1])
+    _growth(rows)
     out = ROOT / "benchmarks" / "out"
     out.mkdir(exist_ok=True)
     (out / "audit.json").write_text(json.dumps(rows, indent=2) + "\n")

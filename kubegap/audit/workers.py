@@ -8,6 +8,7 @@ chunks, so handing out work never blocks the audit while a worker is busy sendin
 
 from __future__ import annotations
 
+import gc
 import logging
 import multiprocessing
 import os
@@ -65,6 +66,10 @@ class Workers:
             raise
 
     def _spawn(self) -> _Slot:
+        # Objects alive now are left out of garbage collection until the workers stop: a collection
+        # writes to every object it visits, which would copy the pages the workers share with the audit
+        # (the compiled engine): 30 MB less memory in all for two workers (docs/speed.md).
+        gc.freeze()
         tasks = _CONTEXT.Queue()
         receive, send = _CONTEXT.Pipe(duplex=False)
         process = _CONTEXT.Process(
@@ -131,6 +136,7 @@ class Workers:
             slot.process.join()
             _discard(slot)
         self._slots.clear()
+        gc.unfreeze()
 
 
 def _discard(slot: _Slot) -> None:
