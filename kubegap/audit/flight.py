@@ -29,21 +29,23 @@ class Admitted(NamedTuple):
 
 
 Settle = Callable[[KindCoverage, Admitted, Outcome], None]
+Judge = Callable[[Admitted], Outcome]
 
 
 @dataclass(eq=False)
 class _Batch:
-    """A chunk in a worker's hands; `done` counts its objects recorded so far."""
+    """A chunk in a worker's hands (or evaluated here: `outcomes`); `done` counts its objects recorded."""
 
     entry: KindCoverage
     items: list[Admitted]
-    ticket: Ticket
+    ticket: Ticket | None
+    outcomes: list[Outcome] | None = None
     done: int = 0
 
 
 class Flight:
-    def __init__(self, workers: Workers, settle: Settle, most: int) -> None:
-        self.workers, self.settle, self.most = workers, settle, most
+    def __init__(self, workers: Workers, judge: Judge, settle: Settle, most: int) -> None:
+        self.workers, self.judge, self.settle, self.most = workers, judge, settle, most
         self._queue: deque[_Batch | Callable[[], None]] = deque()
         self._objects = 0
 
@@ -52,8 +54,11 @@ class Flight:
         size = max(1, -(-len(work) // len(self.workers)))
         for start in range(0, len(work), size):
             chunk = work[start : start + size]
-            ticket = self.workers.submit([(a.obj, a.context) for a in chunk])
-            self._queue.append(_Batch(entry, chunk, ticket))
+            try:
+                batch = _Batch(entry, chunk, self.workers.submit([(a.obj, a.context) for a in chunk]))
+            except RecursionError:  # an object too deep to pickle: this process evaluates the chunk
+                batch = _Batch(entry, chunk, None, [self.judge(a) for a in chunk])
+            self._queue.append(batch)
             self._objects += len(chunk)
         while self._objects > self.most:
             self._next()
@@ -75,7 +80,8 @@ class Flight:
             self._queue.popleft()
             head()
             return
-        outcomes = self.workers.take(head.ticket)
+        outcomes = head.outcomes if head.ticket is None else self.workers.take(head.ticket)
+        assert outcomes is not None
         if isinstance(outcomes, str):
             _lost(head, outcomes)
         else:

@@ -102,7 +102,7 @@ class Auditor:
     def run(self) -> AuditResult:
         try:
             if self.jobs > 1 and (workers := _start(self.engine, self.jobs, self.evaluation_timeout)):
-                self._flight = Flight(workers, self._settle, 2 * self.scope.page_size)
+                self._flight = Flight(workers, self._judge, self._settle, 2 * self.scope.page_size)
             self._discover()
             while self._pending:
                 entry, served = self._pending[0]

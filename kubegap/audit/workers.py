@@ -45,7 +45,7 @@ class Ticket:
 @dataclass(eq=False)
 class _Slot:
     process: Any  # multiprocessing's fork Process
-    tasks: Any  # multiprocessing Queue of chunks (None: stop)
+    tasks: Any  # multiprocessing Queue of pickled chunks (None: stop)
     results: Connection
     held: deque[Ticket] = field(default_factory=deque)
 
@@ -57,6 +57,7 @@ class Workers:
     def __init__(self, engine: Evaluator, count: int, timeout: float) -> None:
         self.engine, self.timeout = engine, timeout
         self.deaths = 0
+        self._blobs = Blobs()
         self._slots: list[_Slot] = []
         try:
             for _ in range(count):
@@ -83,10 +84,12 @@ class Workers:
         return _Slot(process, tasks, receive)
 
     def submit(self, chunk: Chunk) -> Ticket:
+        """Raises RecursionError for an object nested too deep to pickle (JSON allows more depth)."""
+        data = self._blobs.dumps(chunk)  # here, not in the queue's thread, which would drop it silently
         slot = min(self._slots, key=_Slot.load)
         ticket = Ticket(len(chunk), slot)
         slot.held.append(ticket)
-        slot.tasks.put(chunk)
+        slot.tasks.put(data)
         return ticket
 
     def take(self, ticket: Ticket) -> list[Outcome] | str:
@@ -156,13 +159,14 @@ def _serve(engine: Evaluator, timeout: float, tasks: Any, results: Connection, p
     blobs = Blobs()
     while True:
         try:
-            chunk = tasks.get(timeout=_PARENT_CHECK)
+            data = tasks.get(timeout=_PARENT_CHECK)
         except queue.Empty:
             if os.getppid() != parent:  # the audit died without stopping us
                 return
             continue
-        if chunk is None:
+        if data is None:
             return
+        chunk: Chunk = pickle.loads(data)
         results.send_bytes(
             blobs.dumps([judge(engine, obj, context, timeout, blobs) for obj, context in chunk])
         )

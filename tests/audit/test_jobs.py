@@ -23,6 +23,7 @@ from kubegap.config import Settings
 from kubegap.evaluate import Context, DeadlineExceeded, Engine, Evaluation
 from tests.audit.invoke import run
 from tests.audit.objects import configmap, node, pod, pytorchjob
+from tests.audit.test_runner import _Tampered
 from tests.support.apiserver import ApiServer, Fault
 
 PARENT = os.getpid()
@@ -192,6 +193,23 @@ def test_gaps_and_notes_read_in_listing_order_with_workers(
         "continue token expired again after 1 restart(s); the list is incomplete",
     ]
     assert jobs["notes"] and (jobs["seen"], jobs["evaluated"]) == (2, 1)
+
+
+def test_an_object_too_deep_to_pickle_is_evaluated_by_the_audit_itself(
+    apiserver: ApiServer, kubeconfig: Path, engine: Engine
+) -> None:
+    deep = pytorchjob("deep", namespace="ml")
+    deep["spec"]["extra"] = "DEEP-MARKER"
+    apiserver.load([deep, *(pytorchjob(f"job-{i}", "ml") for i in range(3))])
+    nested = b'{"a":' * 800 + b"1" + b"}" * 800  # JSON reads it; pickle gives up at about 500 levels
+    found = []
+    for jobs in (1, 2):
+        transport = _Tampered(connect(str(kubeconfig), None), b'"DEEP-MARKER"', nested)
+        result = Auditor(Api(transport, sleep=lambda _: None), engine, AuditScope(), None, jobs=jobs).run()
+        assert (_kind(result, "PyTorchJob").evaluated, result.internal_errors) == (4, 0)
+        found.append(sorted(f.key() for f in result.spool.findings()))
+        result.spool.close()
+    assert found[0] == found[1] and any("deep" in str(key) for key in found[0])
 
 
 class _StopAfter:
