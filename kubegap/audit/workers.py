@@ -157,12 +157,10 @@ def _how(code: int | None) -> str:
 def _serve(engine: Evaluator, timeout: float, tasks: Any, results: Connection, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the audit's: it stops and reaps its workers
     blobs = Blobs()
-    while True:
+    while os.getppid() == parent:  # else the audit died without stopping us (SIGKILL, SIGTERM)
         try:
             data = tasks.get(timeout=_PARENT_CHECK)
         except queue.Empty:
-            if os.getppid() != parent:  # the audit died without stopping us
-                return
             continue
         if data is None:
             return
