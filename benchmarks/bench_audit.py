@@ -271,6 +271,31 @@ def _summary(report: Path) -> dict[str, Any]:
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
+def _spin(seconds: float) -> int:
+    end, loops = time.perf_counter() + seconds, 0
+    while time.perf_counter() < end:
+        loops += 1
+    return loops
+
+
+def cores_free(seconds: float = 1.0) -> float:
+    """How many cores two busy processes get together right now (1.0 to 2.0 on this 2-core machine, which
+    other work shares): read beside each row, it says how much a second worker could have helped."""
+    alone = _spin(seconds)
+    pipes = [os.pipe() for _ in range(2)]
+    for _, write in pipes:
+        if os.fork() == 0:
+            os.write(write, str(_spin(seconds)).encode())
+            os._exit(0)
+    together = 0
+    for read, write in pipes:
+        os.close(write)
+        together += int(os.read(read, 64))
+        os.close(read)
+        os.wait()
+    return round(together / alone, 2)
+
+
 def _pss_kb(pid: int) -> int:
     """PSS of a process and its children (the audit's workers), 0 once gone."""
     total = 0
@@ -348,6 +373,7 @@ def measure(count: int, page_size: int, work: Path, stub: bool = False, jobs: st
         "floor_cpu_s": round(listed["cpu"], 2),
         "x_floor": round(wall / listed["seconds"], 2),
         "objects_per_s": round(count / wall),
+        "cores_free": cores_free(),  # measured right after the audit
         "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # the largest single process
         "peak_pss_sum_mb": round(peak[0] / 1024, 1),  # the audit and its workers together
         "seen": totals["seen"],
@@ -364,7 +390,7 @@ def _say(row: dict[str, Any]) -> None:
         f"{row['engine']} engine, {row['objects']:,} objects, --jobs {row['jobs']}: audit {row['wall_s']} s, "
         f"floor {row['floor_s']} s = {row['x_floor']}x the floor (target <= 3x), peak RSS "
         f"{row['peak_rss_mb']} MB (largest process), {row['peak_pss_sum_mb']} MB (PSS, all processes); "
-        f"CPU {row['cpu_s']} s",
+        f"CPU {row['cpu_s']} s; {row['cores_free']} cores free after it",
         flush=True,
     )
 
