@@ -83,8 +83,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs",
         metavar="N",
-        help="worker processes evaluating objects while the audit lists the next page (default auto: "
-        "one per core, as measured in docs/speed.md; 1: all in this process; env KUBEGAP_JOBS)",
+        help="worker processes evaluating objects while the audit lists (default auto: one per core, "
+        "about twice as fast with a core free; 1: all in this process, better on a busy machine; "
+        "env KUBEGAP_JOBS)",
     )
     out = parser.add_argument_group("output")
     out.add_argument(

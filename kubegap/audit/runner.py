@@ -37,6 +37,8 @@ from kubegap.findings import ObjectRef, Summary
 from kubegap.kinds import SUPPORTED_KINDS
 from kubegap.workloads import KindInfo
 
+__all__ = ["AuditResult", "Auditor", "Offender", "Progress", "ordered_kinds"]  # Offender: verdict.py
+
 log = logging.getLogger(__name__)
 
 
@@ -44,9 +46,6 @@ class Progress(Protocol):
     def update(self, kind: str, namespace: str | None, kind_count: int, total: int) -> None: ...
 
     def done(self) -> None: ...
-
-
-__all__ = ["AuditResult", "Auditor", "Offender", "ordered_kinds"]
 
 
 @dataclass(slots=True)
@@ -101,7 +100,8 @@ class Auditor:
 
     def run(self) -> AuditResult:
         try:
-            if self.jobs > 1 and (workers := _start(self.engine, self.jobs, self.evaluation_timeout)):
+            workers = _start(self.engine, self.jobs, self.evaluation_timeout) if self.jobs > 1 else None
+            if workers is not None:
                 self._flight = Flight(workers, self._judge, self._settle, 2 * self.scope.page_size)
             self._discover()
             while self._pending:

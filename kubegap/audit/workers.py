@@ -56,7 +56,6 @@ class _Slot:
 class Workers:
     def __init__(self, engine: Evaluator, count: int, timeout: float) -> None:
         self.engine, self.timeout = engine, timeout
-        self.deaths = 0
         self._blobs = Blobs()
         self._slots: list[_Slot] = []
         try:
@@ -77,7 +76,7 @@ class Workers:
             target=_serve,
             args=(self.engine, self.timeout, tasks, send, os.getpid()),
             name="kubegap-audit-worker",
-            daemon=True,  # never outlives the audit, whatever ends it
+            daemon=True,  # stopped when the audit exits; a killed audit is noticed in _serve
         )
         process.start()
         send.close()  # the worker holds the only sending end: its death is an EOF here
@@ -112,7 +111,6 @@ class Workers:
         how = _how(slot.process.exitcode)
         for held in slot.held:
             held.lost = f"the worker process evaluating them died ({how})"
-        self.deaths += 1
         _discard(slot)
         self._slots.remove(slot)
         try:
