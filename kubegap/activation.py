@@ -19,6 +19,7 @@ from kubegap.compiled import CompiledPolicy, Guarded
 from kubegap.facts import ObjectFacts, Unit
 from kubegap.fieldpath import render
 from kubegap.findings import ObjectRef, Where
+from kubegap.globbed import Globber
 from kubegap.policy import EXEMPTION_PREFIX, Policy
 
 
@@ -39,6 +40,7 @@ class Group:
     text: Mapping[str, str]
     reads_object: bool
     items: int = 0  # the longest list or map in params and paramsText, measured once
+    globber: Globber | None = None  # its `globs` parameters, matched in Python (kubegap.globbed)
 
 
 def groups(policies: Sequence[CompiledPolicy], readers: frozenset[str]) -> dict[int, Group]:
@@ -57,7 +59,14 @@ def groups(policies: Sequence[CompiledPolicy], readers: frozenset[str]) -> dict[
         params = {k: v for p in group for k, v in p.cel_params.items()}
         text = {k: v for p in group for k, v in p.params_text.items()}
         reads = any(p.policy.id in readers for p in group)
-        shared = Group(params, text, reads, max(celcost.longest(params), celcost.longest(text)))
+        globbed = {
+            q.name: (p.params[q.name], {v.scope for v in p.policy.validations})
+            for p in group
+            for q in p.policy.params
+            if q.type == "globs"
+        }
+        items = max(celcost.longest(params), celcost.longest(text))
+        shared = Group(params, text, reads, items, Globber(globbed) if globbed else None)
         out.update({id(p): shared for p in group})
     return out
 
@@ -77,6 +86,8 @@ class Run:
     outcomes: dict[tuple[int, str], batch.Outcomes | None] = field(default_factory=dict)  # (group, scope)
     activations: dict[tuple[int, int], tuple[dict[str, Any], Any]] = field(default_factory=dict)
     sizes: dict[int, int] = field(default_factory=dict)  # id of a binding -> its longest list or map
+    places: dict[int, tuple[tuple[str, ...], str]] = field(default_factory=dict)  # id(unit) -> where parts
+    matched: dict[tuple[int, int], dict[str, list[str]]] = field(default_factory=dict)  # (group, unit)
 
     def items(self, value: Any) -> int:
         """The size of the longest list or map in `value` (a binding), measured once per object."""
@@ -94,6 +105,15 @@ class Run:
             self.outcomes[key] = batch.evaluate(self, group, unit.scope)
         found = self.outcomes[key]
         return None if found is None else found.get((id(policy), id(unit)))
+
+    def globbed(self, group: Group, unit: Unit) -> dict[str, list[str]] | None:
+        """The unit's `globbed` binding for the group; None where the group has no `globs` parameter."""
+        if group.globber is None:
+            return None
+        key = (id(group), id(unit))
+        if key not in self.matched:
+            self.matched[key] = group.globber.names(unit.scope, {"facts": self.facts.facts, **unit.bindings})
+        return self.matched[key]
 
     def convert(self, value: Any) -> Any:
         key = id(value)
@@ -115,6 +135,9 @@ class Run:
             }
             if group.reads_object:  # unread, a deep object need not be converted
                 bindings["object"] = self.obj
+            globbed = self.globbed(group, unit)
+            if globbed is not None:
+                bindings["globbed"] = globbed
             converted = {name: self.convert(value) for name, value in bindings.items()}
             self.activations[key] = (converted, self.backend.activation(converted))
         return self.activations[key]
@@ -122,12 +145,16 @@ class Run:
     def where(self, unit: Unit | None, path: str | None, lists_unresolved: bool = True) -> Where:
         """A result's place in this object: the unit's role and container, the path, and what the unit
         could not see (`lists_unresolved=False`: no unseen value could change this result)."""
+        key = id(unit)
+        if key not in self.places:
+            self.places[key] = (tuple(_unresolved(unit, self.facts)), _scope(unit, self.ref))
+        unresolved, scope = self.places[key]
         return {
             "role": unit.role if unit else None,
             "container": unit.container if unit else None,
             "path": path,
-            "unresolved": tuple(_unresolved(unit, self.facts)) if lists_unresolved else (),
-            "scope": _scope(unit, self.ref),
+            "unresolved": unresolved if lists_unresolved else (),
+            "scope": scope,
         }
 
 
@@ -162,6 +189,7 @@ class UnitState:
         self._items: int | None = None  # the longest list or map the unit's expressions can see
         self._outcomes: Mapping[str, tuple[Any, ...]] | None = None
         self._batched = False
+        self._exemptions: tuple[list[exemptions.Exemption], dict[str, tuple[str, str]]] | None = None
 
     def _share(self) -> None:
         if self._bindings is None:
@@ -249,16 +277,26 @@ class UnitState:
         """(the nearest reason that covers `rule`, {path: (problem, fix)} of exemptions that exempt
         nothing: blank, expired, naming an unknown rule; RULES.md §3). Those do not hide a valid
         exemption further out."""
+        if self._exemptions is None:
+            self._exemptions = self._read_exemptions()
+        valid, problems = self._exemptions
+        reason = next((parsed.reason for parsed in valid if parsed.covers(rule)), None)
+        return reason, problems
+
+    def _read_exemptions(self) -> tuple[list[exemptions.Exemption], dict[str, tuple[str, str]]]:
+        """The policy's exemptions on the unit, nearest first, read once per unit (every rule asks)."""
         key = EXEMPTION_PREFIX + self.policy.policy.id
+        valid: list[exemptions.Exemption] = []
+        problems: dict[str, tuple[str, str]] = {}
+        if not any(key in notes for _, notes in self.unit.annotations):
+            return valid, problems
         rules = [v.name for v in self.policy.policy.validations]
         today = datetime.datetime.now(datetime.UTC).date()
-        reason: str | None = None
-        problems: dict[str, tuple[str, str]] = {}
         for path, notes in self.unit.annotations:
             if key in notes:
                 parsed = exemptions.parse(key, notes[key], rules, today)
                 if parsed.problem is not None:
                     problems[render((*path, key))] = (parsed.problem, parsed.fix or "")
-                elif reason is None and parsed.covers(rule):
-                    reason = parsed.reason
-        return reason, problems
+                else:
+                    valid.append(parsed)
+        return valid, problems

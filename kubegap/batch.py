@@ -27,6 +27,7 @@ from kubegap.compiled import CompiledPolicy
 
 if TYPE_CHECKING:
     from kubegap.activation import Group, Run
+    from kubegap.facts import Unit
 
 UNITS = "kubegapUnits"  # the CEL variable holding the scope's units (declared in kubegap.cel)
 _UNIT = "kubegapUnit"
@@ -65,7 +66,8 @@ def build(
                 members.setdefault(id(group_of[id(policy)]), []).append(policy)
         for group, chosen in members.items():
             body = f"[{', '.join(p.batches[scope].source for p in chosen)}]"
-            for name in reversed(names):
+            globbed = ("globbed",) if group_of[id(chosen[0])].globber is not None else ()
+            for name in reversed((*names, *globbed)):
                 body = f"[{_UNIT}.{name}].map({name}, {body})[0]"
             try:
                 program = backend.compile(f"{UNITS}.map({_UNIT}, {body})")
@@ -96,12 +98,17 @@ def evaluate(run: Run, group: Group, scope: str) -> Outcomes | None:
     if run.deadline is not None and time.monotonic() > run.deadline:
         return None  # each validation then reports that it was not evaluated
     converted = {name: run.convert(value) for name, value in bindings.items()}
-    converted[UNITS] = run.backend.convert([dict(u.bindings) for u in units])
+    converted[UNITS] = run.backend.convert([_unit(run, group, u) for u in units])
     try:
         values = found.program(run.backend.activation(converted))
     except CelError:
         return None
     return _outcomes(values, found.policies, scope, units, run)
+
+
+def _unit(run: Run, group: Group, unit: Unit) -> dict[str, Any]:
+    globbed = run.globbed(group, unit)
+    return dict(unit.bindings) if globbed is None else {**unit.bindings, "globbed": globbed}
 
 
 def _outcomes(

@@ -23,6 +23,7 @@ VARIABLES = (
     "facts",
     "params",
     "paramsText",
+    "globbed",
     "template",
     "container",
     "node",

@@ -32,7 +32,15 @@ class ChartDirs:
         return name
 
     def apply(self, findings: Iterable[Finding]) -> list[Finding]:
-        return [replace(f, file=self.rename(f.file)) if f.file else f for f in findings]
+        if not self.folders:  # nothing to map: no file is looked up, no finding copied
+            return list(findings)
+        renamed: dict[str, str] = {}  # a file holds many findings: look each name up once
+        out = []
+        for f in findings:
+            if f.file and f.file not in renamed:
+                renamed[f.file] = self.rename(f.file)
+            out.append(replace(f, file=renamed[f.file]) if f.file and renamed[f.file] != f.file else f)
+        return out
 
 
 def chart_dirs(folders: Sequence[str]) -> ChartDirs:

@@ -37,10 +37,19 @@ def _same(finding: Finding) -> tuple[object, ...]:
 def collapse(results: Sequence[Finding]) -> tuple[Finding, ...]:
     """`results` with each group of identical container findings of one template replaced by the first of
     them listing every container; order and every other finding are kept."""
+    # Only findings of the same rule and role can be one; most objects have none such, and the test
+    # is far cheaper than normalising every path.
+    seen: dict[tuple[str, str, str | None], int] = {}
+    for finding in results:
+        if finding.container is not None:
+            key3 = (finding.policy, finding.rule, finding.role)
+            seen[key3] = seen.get(key3, 0) + 1
+    if all(n == 1 for n in seen.values()):
+        return tuple(results)
     groups: dict[tuple[object, ...], list[Finding]] = {}
     order: list[Finding | tuple[object, ...]] = []
     for finding in results:
-        if finding.container is None:
+        if finding.container is None or seen[(finding.policy, finding.rule, finding.role)] == 1:
             order.append(finding)
             continue
         key = _same(finding)

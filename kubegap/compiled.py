@@ -11,7 +11,7 @@ from kubegap import celcost
 from kubegap.cel import Backend, CelError, Program
 from kubegap.config import Settings
 from kubegap.errors import PolicyError, UsageError
-from kubegap.findings import Severity
+from kubegap.findings import Check, Severity
 from kubegap.policy import Policy, Validation, Variable, cel_value, convert_param, fill, param_text
 
 
@@ -23,6 +23,7 @@ class CompiledValidation:
     message_expression: Program | None
     field_path: Program | None
     remediation: str
+    check: Check  # what each of its results reports (policy, rule, severity, fix), built once
     # whether a value kubegap cannot see could change its verdict: only then are unseen sources listed
     reads_values: bool = True
 
@@ -128,28 +129,33 @@ def selected_rules(policy: Policy, settings: Settings) -> list[Validation]:
     return [v for v in policy.validations if (whole or v.name in named) and v.name not in skipped]
 
 
+def _validation(
+    backend: Backend, policy: Policy, params: Mapping[str, Any], v: Validation
+) -> CompiledValidation:
+    remediation = fill(v.remediation or policy.remediation, policy, params)
+    return CompiledValidation(
+        validation=v,
+        expression=_must(_compile(backend, policy, f"validation {v.name}", v.expression)),
+        applies_to=_compile(backend, policy, f"validation {v.name} appliesTo", v.applies_to),
+        message_expression=_compile(
+            backend, policy, f"validation {v.name} messageExpression", v.message_expression
+        ),
+        field_path=_compile(
+            backend, policy, f"validation {v.name} fieldPathExpression", v.field_path_expression
+        ),
+        remediation=remediation,
+        reads_values=_reads_values(policy, v),
+        check=Check(policy.id, v.name, v.severity, remediation),
+    )
+
+
 def compile_policies(
     policies: Sequence[Policy], settings: Settings, backend: Backend
 ) -> list[CompiledPolicy]:
     out = []
     for policy in select(policies, settings):
         params = resolve_params(policy, settings.params.get(policy.id, {}))
-        validations = tuple(
-            CompiledValidation(
-                validation=v,
-                expression=_must(_compile(backend, policy, f"validation {v.name}", v.expression)),
-                applies_to=_compile(backend, policy, f"validation {v.name} appliesTo", v.applies_to),
-                message_expression=_compile(
-                    backend, policy, f"validation {v.name} messageExpression", v.message_expression
-                ),
-                field_path=_compile(
-                    backend, policy, f"validation {v.name} fieldPathExpression", v.field_path_expression
-                ),
-                remediation=fill(v.remediation or policy.remediation, policy, params),
-                reads_values=_reads_values(policy, v),
-            )
-            for v in selected_rules(policy, settings)
-        )
+        validations = tuple(_validation(backend, policy, params, v) for v in selected_rules(policy, settings))
         variables = tuple(
             (v, _must(_compile(backend, policy, f"variable {v.name}", v.expression)))
             for v in policy.variables

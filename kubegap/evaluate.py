@@ -214,17 +214,11 @@ def _evaluate_policy(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
                 yield _error(run, policy, validation, unit, f"appliesTo failed: {err}")
                 continue
             if reason:
-                yield skip(
-                    _check(policy, validation), run.ref, reason, **run.where(unit, _default_path(unit))
-                )
+                yield skip(validation.check, run.ref, reason, **run.where(unit, _default_path(unit)))
                 continue
             yield _judge(run, policy, validation, state, outcome)
     if applied:
         yield from _engine_rules(run, policy, void_exemptions)
-
-
-def _check(policy: CompiledPolicy, validation: CompiledValidation) -> Check:
-    return Check(policy.policy.id, validation.validation.name, validation.severity, validation.remediation)
 
 
 def _default_path(unit: Unit) -> str | None:
@@ -234,7 +228,7 @@ def _default_path(unit: Unit) -> str | None:
 def _error(
     run: Run, policy: CompiledPolicy, validation: CompiledValidation, unit: Unit, message: str
 ) -> Finding:
-    return error(_check(policy, validation), run.ref, message, **run.where(unit, _default_path(unit)))
+    return error(validation.check, run.ref, message, **run.where(unit, _default_path(unit)))
 
 
 def _judge(
@@ -251,7 +245,7 @@ def _judge(
         return _error(run, policy, validation, unit, f"evaluation failed: {err}")
     if not isinstance(verdict, bool):
         return _error(run, policy, validation, unit, f"expression gave {type(verdict).__name__}, not a bool")
-    check, default_path = _check(policy, validation), _default_path(unit)
+    check, default_path = validation.check, _default_path(unit)
     if verdict:
         return passed(check, run.ref, **run.where(unit, default_path or None, validation.reads_values))
     fallback = validation.validation.message or f"{validation.validation.name} failed"

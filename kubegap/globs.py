@@ -18,9 +18,10 @@ def pattern(globs: Iterable[str]) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled(globs: tuple[str, ...]) -> re.Pattern[str]:
+def compiled(globs: tuple[str, ...]) -> re.Pattern[str]:
+    """The pattern compiled for Python's `re`: the same meaning as in RE2 (only `.`, `.*` and escapes)."""
     return re.compile(pattern(globs))
 
 
 def matches(name: str, globs: Iterable[str]) -> bool:
-    return _compiled(tuple(globs)).fullmatch(name) is not None
+    return compiled(tuple(globs)).fullmatch(name) is not None

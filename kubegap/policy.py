@@ -172,7 +172,7 @@ def _params(raw: Mapping[str, Any], source: str, policy_id: str) -> tuple[Param,
     return tuple(out)
 
 
-def _policy(doc: Mapping[str, Any], source: str) -> Policy:
+def _policy(doc: Mapping[str, Any], source: str, checked: bool = True) -> Policy:
     spec, pid = doc["spec"], doc["metadata"]["name"]
     severity, scope = Severity(spec["severity"]), spec["scope"]
     validations = tuple(
@@ -221,7 +221,8 @@ def _policy(doc: Mapping[str, Any], source: str) -> Policy:
     )
     _check_impact(policy)
     _check_placeholders(policy)
-    reads.check(policy)  # every fact, parameter and variable an expression reads exists
+    if checked:
+        reads.check(policy)  # every fact, parameter and variable an expression reads exists
     return policy
 
 
@@ -247,17 +248,20 @@ def _policy_files(root: Traversable | Path) -> Iterator[tuple[str, Traversable |
             yield entry.name, entry
 
 
-def load_dir(root: Traversable | Path, label: str) -> list[Policy]:
+def load_dir(root: Traversable | Path, label: str, checked: bool = True) -> list[Policy]:
     policies = []
     for name, path in _policy_files(root):
         source = f"{label}/{name}"
-        policies.append(_policy(schema.parse(path.read_text("utf-8"), "policy", source), source))
+        policies.append(_policy(schema.parse(path.read_text("utf-8"), "policy", source), source, checked))
     return policies
 
 
 def load(extra_dirs: Sequence[str] = ()) -> list[Policy]:
-    """Bundled policies, then users' folders; a user policy with a bundled id replaces it."""
-    by_id: dict[str, Policy] = {p.id: p for p in load_dir(files("kubegap.policies"), "policies")}
+    """Bundled policies, then users' folders; a user policy with a bundled id replaces it. The bundled
+    policies' reads are checked against the facts contract by the test suite (tests/test_contract.py), not
+    at every start: the check builds a CEL parser and parses every expression, half a second."""
+    bundled = load_dir(files("kubegap.policies"), "policies", checked=False)
+    by_id: dict[str, Policy] = {p.id: p for p in bundled}
     for directory in extra_dirs:
         root = Path(directory)
         if not root.is_dir():

@@ -183,12 +183,29 @@ def test_the_code_names_only_declared_settings() -> None:
 # --- the load-time check of what expressions read ---------------------------------------------------------
 
 
+def test_every_bundled_policy_passes_the_load_time_check() -> None:
+    """kubegap does not re-check its own policies at start (policy.load): this is where they are checked."""
+    bundled = policy.load()
+    assert len(bundled) >= 15
+    for loaded in bundled:
+        reads.check(loaded)
+
+
+def test_a_user_policy_is_checked_when_it_loads(tmp_path: Path) -> None:
+    source = (Path(__file__).parents[1] / "policies" / "nccl-timeout" / "policy.yaml").read_text()
+    (tmp_path / "mine.yaml").write_text(source.replace("container.gpus", "container.gpu"))
+    with pytest.raises(PolicyError, match="did you mean gpus"):
+        policy.load([str(tmp_path)])
+
+
 def test_every_bundled_expression_reads_only_declared_names() -> None:
     checked = 0
     for loaded in policy.load():
         for text in expressions(loaded):
             for scope in {v.scope for v in loaded.validations}:
-                found = reads.problems(text, scope, [p.name for p in loaded.params], None)
+                names = [p.name for p in loaded.params]
+                globbed = [p.name for p in loaded.params if p.type == "globs"]
+                found = reads.problems(text, scope, names, None, globbed)
                 assert [p for p in found if "variables" not in p and "do not see" not in p] == [], text
                 checked += 1
     assert checked > 50
@@ -220,10 +237,13 @@ def test_every_bundled_expression_reads_only_declared_names() -> None:
         ),
         ("paramsText.maxTimout == ''", "container", "did you mean maxTimeout?"),
         ("container.name.first == ''", "container", "container.name is a string"),
+        ("'x' in globbed.nicHint", "container", "no globs parameter nicHint; did you mean nicHints?"),
+        ("'x' in globbed.maxTimeout", "container", "no globs parameter maxTimeout"),  # a duration
+        ("globbed.nicHints.exists(n, n.size > 0)", "container", "n is a string, which has no fields"),
     ],
 )
 def test_undeclared_reads_are_named(expression: str, scope: str, wanted: str) -> None:
-    found = reads.problems(expression, scope, ["maxTimeout"], ())
+    found = reads.problems(expression, scope, ["maxTimeout", "nicHints"], (), ["nicHints"])
     assert len(found) == 1 and wanted in found[0], found
 
 
@@ -246,11 +266,29 @@ def test_undeclared_reads_are_named(expression: str, scope: str, wanted: str) ->
         ("node.resources.map(r, r.name).exists(n, n.startsWith('nvidia'))", "node"),
         ("node.gpuResources.filter(r, r.capacity > r.allocatable).all(r, r.name != '')", "node"),
         ("size(variables.fallbacks) == 0 && paramsText.maxTimeout != ''", "container"),
+        ("container.envNames.exists(n, n in globbed.nicHints) && size(globbed.nicHints) > 0", "container"),
         ("this is not CEL (", "container"),  # the compiler reports the syntax error
     ],
 )
 def test_declared_reads_pass(expression: str, scope: str) -> None:
-    assert reads.problems(expression, scope, ["maxTimeout"], ["fallbacks"]) == []
+    assert reads.problems(expression, scope, ["maxTimeout", "nicHints"], ["fallbacks"], ["nicHints"]) == []
+
+
+@pytest.mark.parametrize(
+    ("expression", "names"),
+    [
+        ("has(object.metadata)", True),
+        ("facts.gpuWork || 'object-store' == 'object'", False),
+        ('"a \\" object" == x', False),  # an escaped quote does not end the string
+        ("r'\\' + object.kind", True),  # a raw string has no escapes: it ends at the second quote
+        ("'''multi\nobject''' == x", False),
+        ('b"object" == x && object.kind == "Job"', True),
+        ("x.object == 1 && objects.x", False),  # a field or another name
+        ("[1].exists(object, object > 0)", True),  # a comprehension variable of that name: conservative
+    ],
+)
+def test_the_raw_object_is_read_only_where_named_outside_strings(expression: str, names: bool) -> None:
+    assert reads.names_object(expression) is names
 
 
 def test_variables_are_seen_by_validations_only() -> None:

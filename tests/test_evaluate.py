@@ -420,7 +420,7 @@ def test_object_nested_too_deep_is_an_error_when_a_policy_reads_it(tmp_path: Pat
         ("has(object.metadata)", True),
         ("object.metadata.name != ''", True),
         ("facts.gpuWork || 'object-store' == 'object'", False),  # the word in strings only
-        ("[1].exists(object, object > 0)", False),  # a comprehension variable named object
+        ("[1].exists(object, object > 0)", True),  # a comprehension variable of that name: conservative
     ],
 )
 def test_only_an_expression_that_reads_the_object_gets_it(

@@ -75,13 +75,23 @@ TEMPLATE = record(
     fact("gpusPerPod", INT, "GPUs per pod", "GPUs"),
     fact("acceleratorsPerPod", INT, "accelerators per pod, GPUs included", "devices"),
     fact("annotations", MapOf(STRING, "annotation keys"), "the template's annotations"),
-    fact("resourceNames", ListOf(STRING), "extended and standard resource names its containers ask for"),
+    fact(
+        "resourceNames",
+        ListOf(STRING),
+        "extended and standard resource names its containers ask for",
+        globbed=True,
+    ),
     fact("resourceNamesText", STRING, "resourceNames one per line, for `globs` parameters"),
     fact("hostNetwork", BOOL, "spec.hostNetwork is true"),
     fact("fabricDevices", BOOL, "a privileged container mounts the host's /dev/infiniband"),
     fact("resourceClaims", INT, "entries of spec.resourceClaims (DRA)", "claims"),
     fact("blanketToleration", STRING, "path of a toleration of every taint (Exists, no key), '' when none"),
-    fact("toleratedKeys", ListOf(STRING), "taint keys tolerated with an effect that keeps pods away, sorted"),
+    fact(
+        "toleratedKeys",
+        ListOf(STRING),
+        "taint keys tolerated with an effect that keeps pods away, sorted",
+        globbed=True,
+    ),
     fact("toleratedKeysText", STRING, "toleratedKeys one per line, for `globs` parameters"),
     fact("toleratedKeyPaths", MapOf(STRING, "taint keys"), "the first toleration of each key (field path)"),
 )
@@ -97,7 +107,7 @@ CONTAINER = record(
         MapOf(STRING, "variable names"),
         "the resolved environment; variables kubegap cannot read are left out",
     ),
-    fact("envNames", ListOf(STRING), "every variable name, readable or not, sorted"),
+    fact("envNames", ListOf(STRING), "every variable name, readable or not, sorted", globbed=True),
     fact("envPaths", MapOf(STRING, "variable names"), "where each variable is set (field path)"),
     fact("envNamesText", STRING, "envNames one per line, for `globs` parameters"),
     fact("unresolved", ListOf(STRING), "sources kubegap cannot see that may set a value"),
@@ -163,11 +173,18 @@ SCOPES: Mapping[str, Mapping[str, Record]] = {
     "pool": {"facts": POOL_OBJECT, "pool": POOL},
 }
 
+# Per scope, the (variable, field) name lists a `globs` parameter is matched against (kubegap.globbed).
+GLOBBED: Mapping[str, tuple[tuple[str, str], ...]] = {
+    scope: tuple((name, f.name) for name, kind in variables.items() for f in kind.fields if f.globbed)
+    for scope, variables in SCOPES.items()
+}
+
 __all__ = [
     "CLAIM",
     "CLAIM_OBJECT",
     "CLUSTER_NODE",
     "CONTAINER",
+    "GLOBBED",
     "NODE",
     "NODE_OBJECT",
     "POOL",

@@ -47,6 +47,7 @@ class Field:
     meaning: str
     unit: str = ""
     optional: bool = False  # absent when there is nothing to say; read it behind `has()`
+    globbed: bool = False  # a list of names that `globs` parameters are matched against (kubegap.globbed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +78,10 @@ _PYTHON: Mapping[str, tuple[type, ...]] = {
 }
 
 
-def fact(name: str, kind: Type, meaning: str, unit: str = "", *, optional: bool = False) -> Field:
-    return Field(name, kind, meaning, unit, optional)
+def fact(
+    name: str, kind: Type, meaning: str, unit: str = "", *, optional: bool = False, globbed: bool = False
+) -> Field:
+    return Field(name, kind, meaning, unit, optional, globbed)
 
 
 def record(name: str, *fields: Field) -> Record:

@@ -29,7 +29,12 @@ NODE = record(
         ),
         "status.conditions",
     ),
-    fact("marks", ListOf(STRING), "every label, then every annotation, as key=value (line breaks as spaces)"),
+    fact(
+        "marks",
+        ListOf(STRING),
+        "every label, then every annotation, as key=value (line breaks as spaces)",
+        globbed=True,
+    ),
     fact(
         "deepChecks",
         ListOf(
@@ -84,7 +89,12 @@ CLUSTER_NODE = extend(
     NODE,
     "a GPU node with the pods bound to it",
     fact("name", STRING, "the node's name"),
-    fact("images", ListOf(STRING), "container images of the pods bound to it that have not finished, sorted"),
+    fact(
+        "images",
+        ListOf(STRING),
+        "container images of the pods bound to it that have not finished, sorted",
+        globbed=True,
+    ),
 )
 POOL = record(
     "a node pool: the GPU nodes sharing a value of the pool label",

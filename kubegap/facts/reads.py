@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import difflib
 import functools
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -51,7 +52,6 @@ class _Walk:
     def __init__(self, scope: str, known: Mapping[str, _Seen]) -> None:
         self.scope, self.known = scope, known
         self.problems: list[str] = []
-        self.reads_object = False
 
     def value(self, node: Any, bound: Mapping[str, _Seen]) -> tuple[_Seen, str | None]:
         """The type of what `node` yields and its text as a path (`container.env`), both None when unknown."""
@@ -77,10 +77,7 @@ class _Walk:
             return bound[name], name
         if name in self.known:
             return self.known[name], name
-        if name == _UNCHECKED:
-            self.reads_object = True
-            return None, None
-        if name in _CEL_TYPES:
+        if name in _CEL_TYPES or name == _UNCHECKED:
             return None, None
         if name == "variables":
             self.problems.append("reads variables, which only validations see")
@@ -203,10 +200,15 @@ def _tree(expression: str) -> Any:
 
 
 def problems(
-    expression: str, scope: str, params: Iterable[str], variables: Iterable[str] | None
+    expression: str,
+    scope: str,
+    params: Iterable[str],
+    variables: Iterable[str] | None,
+    globbed: Iterable[str] = (),
 ) -> list[str]:
     """What `expression`, evaluated at `scope`, reads that is not there; [] when all is declared.
-    `variables`: the policy variables it sees, None where `variables` is not bound (appliesTo, variables)."""
+    `variables`: the policy variables it sees, None where `variables` is not bound (appliesTo, variables);
+    `globbed`: the policy's `globs` parameters."""
     tree = _tree(expression)
     if tree is None:
         return []
@@ -215,6 +217,7 @@ def problems(
         **SCOPES[scope],
         "params": _Names("parameter", params, None),
         "paramsText": _Names("parameter", params, STRING),
+        "globbed": _Names("globs parameter", frozenset(globbed), ListOf(STRING)),
     }
     if variables is not None:
         known["variables"] = _Names("variable", frozenset(variables), None)
@@ -242,25 +245,33 @@ def _expressions(policy: Policy) -> Iterator[tuple[str, str, str, tuple[str, ...
                 yield f"validation {v.name}{label}", text, v.scope, names
 
 
+# CEL string literals, so that a word inside one is not taken for code: raw ones (no escapes) first, then
+# the others, triple-quoted or not, each with an optional bytes prefix.
+_STRING_LITERAL = re.compile(
+    r"""(?:[bB]?[rR]|[rR][bB])(?:'''.*?'''|\"\"\".*?\"\"\"|'[^'\n]*'|"[^"\n]*")"""
+    r"""|[bB]?(?:'''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*")""",
+    re.DOTALL,
+)
+_OBJECT = re.compile(r"(?<![.\w])object\b")
+
+
 def reads_object(policy: Policy) -> bool:
-    """Whether some expression reads `object`, the raw Kubernetes object (not a word in a string, nor a
-    comprehension variable of that name): only then is the object converted for CEL and its depth bounded."""
-    for _, text, scope, _ in _expressions(policy):
-        tree = _tree(text)
-        if tree is None:  # unparsed here: assume the worst
-            return True
-        walk = _Walk(scope, SCOPES[scope])
-        walk.value(tree, {})
-        if walk.reads_object:
-            return True
-    return False
+    """Whether some expression names `object`, the raw Kubernetes object, outside a string literal: only
+    then is the object converted for CEL and its depth bounded. A comprehension variable named `object`
+    counts too, which costs only that walk."""
+    return any(names_object(text) for _, text, _, _ in _expressions(policy))
+
+
+def names_object(expression: str) -> bool:
+    return _OBJECT.search(_STRING_LITERAL.sub("", expression)) is not None
 
 
 def check(policy: Policy) -> None:
     """Refuse a policy whose expressions read a fact, parameter or variable that is not there."""
     params = [p.name for p in policy.params]
+    globbed = [p.name for p in policy.params if p.type == "globs"]
     for where, text, scope, names in _expressions(policy):
-        found = problems(text, scope, params, names)
+        found = problems(text, scope, params, names, globbed)
         if found:
             raise PolicyError(
                 f"{policy.source}: policy {policy.id}, {where}: "

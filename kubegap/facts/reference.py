@@ -34,8 +34,9 @@ Types are CEL's: `int` and `double` do not mix (compare a `double` with `1.0`, n
 optional is absent when there is nothing to say: test it with `has()` before reading it. Keys of a map
 (`env`, `annotations`, `envPaths`) come from the object, so any key may be read; test it with `in`.
 Besides the variables below, every expression sees `params` and `paramsText` (its policy's parameters,
-as values and as people write them), validations see `variables` (the policy's variables of their
-scope), and `object` is the raw Kubernetes object, unchecked.
+as values and as people write them) and `globbed` (for each `globs` parameter, the names of the fields
+marked "globbed" below that it matches: test one with `n in globbed.NAME`), validations see `variables`
+(the policy's variables of their scope), and `object` is the raw Kubernetes object, unchecked.
 
 | Scope | Variables |
 |---|---|
@@ -55,8 +56,8 @@ _SECTIONS: tuple[tuple[str, str, Record, str], ...] = (
 )
 
 
-def _rows(prefix: str, kind: Type) -> Iterator[tuple[str, str, str, str, bool]]:
-    """(path, type, unit, meaning, optional) of every field under `kind`, nested ones after their parent."""
+def _rows(prefix: str, kind: Type) -> Iterator[tuple[str, str, str, str, str]]:
+    """(path, type, unit, meaning, notes) of every field under `kind`, nested ones after their parent."""
     if isinstance(kind, ListOf):
         yield from _rows(f"{prefix}[]", kind.item)
         return
@@ -65,15 +66,15 @@ def _rows(prefix: str, kind: Type) -> Iterator[tuple[str, str, str, str, bool]]:
     for field in kind.fields:
         path = f"{prefix}.{field.name}"
         shown = field.type.describe() if not isinstance(field.type, Record) else "map"
-        yield path, shown, field.unit, field.meaning, field.optional
+        notes = (" (optional)" if field.optional else "") + (" (globbed)" if field.globbed else "")
+        yield path, shown, field.unit, field.meaning, notes
         yield from _rows(path, field.type)
 
 
 def _table(variable: str, kind: Record) -> list[str]:
     lines = ["| Fact | Type | Unit | Meaning |", "|---|---|---|---|"]
-    for path, shown, unit, meaning, optional in _rows(variable, kind):
-        note = " (optional)" if optional else ""
-        lines.append(f"| `{path}` | {shown} | {unit} | {meaning}{note} |")
+    for path, shown, unit, meaning, notes in _rows(variable, kind):
+        lines.append(f"| `{path}` | {shown} | {unit} | {meaning}{notes} |")
     return lines
 
 

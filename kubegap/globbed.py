@@ -1,0 +1,58 @@
+"""`globbed`: for each `globs` parameter, the names of a unit that it matches, found in Python before CEL
+runs (RULES.md §2 "Parameters").
+
+A policy tests a name from one of the contract's name lists (`template.resourceNames`,
+`template.toleratedKeys`, `container.envNames`, `node.marks`, `node.images`: the fields declared
+`globbed`) with `name in globbed.nicResources`. The same test written `name.matches(params.nicResources)`
+is still valid, but cel-expr compiles the regular expression at every evaluation (about 50 µs for a
+five-glob parameter, more than the rest of a unit's program) and a Python function called from CEL leaks
+memory in it on every call, so the names are matched here instead, each name once per engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kubegap import globs
+from kubegap.facts.contract import GLOBBED
+
+_REMEMBERED = 4096  # names remembered per parameter: a webhook sees arbitrary names, memory must stay flat
+
+
+class Globber:
+    """Matches the `globs` parameters of one activation group against each unit's names."""
+
+    def __init__(self, parameters: Mapping[str, tuple[Iterable[str], Iterable[str]]]) -> None:
+        """`parameters`: name -> (its globs, the scopes where its policy has validations)."""
+        self.patterns = {name: globs.compiled(tuple(values)) for name, (values, _) in parameters.items()}
+        self._at: dict[str, list[str]] = {}  # scope -> the parameters its expressions can read
+        for name, (_, scopes) in parameters.items():
+            for scope in scopes:
+                self._at.setdefault(scope, []).append(name)
+        self._seen: dict[str, dict[str, bool]] = {name: {} for name in self.patterns}
+
+    def names(self, scope: str, values: Mapping[str, Any]) -> dict[str, list[str]]:
+        """Parameter -> the names in the unit's name lists (`values`: its CEL variables) that it matches,
+        sorted; every parameter a policy with validations at `scope` has is there, `[]` where nothing
+        matches."""
+        found: set[str] = set()
+        for variable, field in GLOBBED.get(scope, ()):
+            record = values.get(variable)
+            listed = record.get(field) if isinstance(record, Mapping) else None
+            if isinstance(listed, list):
+                found.update(n for n in listed if isinstance(n, str))
+        return {name: self._matching(name, found) if found else [] for name in self._at.get(scope, ())}
+
+    def _matching(self, parameter: str, names: set[str]) -> list[str]:
+        seen, pattern = self._seen[parameter], self.patterns[parameter]
+        out = []
+        for name in names:
+            hit = seen.get(name)
+            if hit is None:
+                hit = pattern.fullmatch(name) is not None
+                if len(seen) < _REMEMBERED:
+                    seen[name] = hit
+            if hit:
+                out.append(name)
+        return sorted(out)
