@@ -1,8 +1,8 @@
 """What the audit has handed to its worker processes, and the coverage effects queued behind it.
 
 Everything is released in listing order: an object's result, then the gap of a list that failed after it,
-so a report written with workers is the one a single process writes. At most `most` objects are in
-flight (two pages), so memory stays flat however large the cluster.
+so a report written with workers is the one a single process writes. Once a page is sent, at most `most`
+objects (two pages) are in flight, so memory stays flat however large the cluster.
 """
 
 from __future__ import annotations

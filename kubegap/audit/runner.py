@@ -7,7 +7,7 @@ With jobs > 1, worker processes evaluate chunks of each page (audit/workers.py) 
 the next one. Everything that needs the API or the audit's state stays here: ConfigMaps are resolved
 before an object is sent, and results, gaps and notes are recorded in listing order (a queue of what is in
 flight), so the report is the one a single process writes. Every controller is recorded before the first
-Pod is checked for an owner. At most two pages are in flight, so memory stays flat.
+Pod is checked for an owner. Two pages at most wait in the workers' hands, so memory stays flat.
 """
 
 from __future__ import annotations
