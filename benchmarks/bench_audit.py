@@ -260,14 +260,16 @@ def floor(kubeconfig: Path, page_size: int, env: dict[str, str]) -> dict[str, An
 
 def _summary(report: Path) -> dict[str, Any]:
     """The report's coverage and finding count, read in a child process: Linux keeps a process's peak RSS
-    across fork and exec, so a parent that parsed a large report would inflate the next audit's figure."""
+    across fork and exec, so a parent that parsed a large report would inflate the next audit's figure.
+    An audit that crashed before writing its report gives empty totals (its exit code tells)."""
     code = (
         "import json, sys; d = json.load(open(sys.argv[1])); "
         "print(json.dumps({'coverage': d['coverage'], 'findings': len(d['findings'])}))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(report)], capture_output=True, text=True, check=True
-    )
+    done = subprocess.run([sys.executable, "-c", code, str(report)], capture_output=True, text=True)
+    if done.returncode:
+        empty = dict.fromkeys(("seen", "evaluated", "skippedOwned"))
+        return {"coverage": {"totals": empty, "complete": None}, "findings": None}
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
