@@ -1,15 +1,18 @@
 """Benchmark: `kubegap audit` over 10,000 and 50,000 objects served by the test API server (page size 500),
 against the list-and-decode floor measured on the same server in the same run.
 
-    python benchmarks/bench_audit.py [--sizes 10000,50000] [--page-size 500]
+    python benchmarks/bench_audit.py [--sizes 10000,50000] [--page-size 500] [--jobs auto,1]
 
 The floor is what no audit can beat: every kind the audit lists, page by page over one keep-alive TLS
 connection, each page decoded with json.loads, and nothing else (discovery is done before the clock starts).
 
 The mix follows a GPU cluster: 40% Pods (half of them owned by a listed Job, so skipped as owned), 20%
 Jobs, 4% PyTorchJobs, 2% JobSets, 2% Nodes and the rest spread over the other supported kinds. The server
-runs in its own process; the audit runs as `python -m kubegap audit --format json` in another, and
-its wall time and peak RSS (wait4's ru_maxrss) are reported. Prints figures; asserts nothing.
+runs in its own process; the audit runs as `python -m kubegap audit --format json --jobs N` in another,
+and its wall time is reported with two memory figures: wait4's ru_maxrss, the largest single process of
+the audit and its workers (Linux folds waited-for children into it), and the peak of their summed PSS,
+sampled from /proc every 0.2 s (PSS splits the pages the forked workers share with the audit, so the sum
+is the memory they take together). CPU is the audit's and its workers'. Prints figures; asserts nothing.
 Targets: at most 3x the floor at 50,000 objects (long term 1.5x); peak RSS growing < 20% from 10k to 50k.
 """
 
@@ -22,6 +25,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -256,18 +260,64 @@ def floor(kubeconfig: Path, page_size: int, env: dict[str, str]) -> dict[str, An
 
 def _summary(report: Path) -> dict[str, Any]:
     """The report's coverage and finding count, read in a child process: Linux keeps a process's peak RSS
-    across fork and exec, so a parent that parsed a large report would inflate the next audit's figure."""
+    across fork and exec, so a parent that parsed a large report would inflate the next audit's figure.
+    An audit that crashed before writing its report gives empty totals (its exit code tells)."""
     code = (
         "import json, sys; d = json.load(open(sys.argv[1])); "
         "print(json.dumps({'coverage': d['coverage'], 'findings': len(d['findings'])}))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(report)], capture_output=True, text=True, check=True
-    )
+    done = subprocess.run([sys.executable, "-c", code, str(report)], capture_output=True, text=True)
+    if done.returncode:
+        empty = dict.fromkeys(("seen", "evaluated", "skippedOwned"))
+        return {"coverage": {"totals": empty, "complete": None}, "findings": None}
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
-def measure(count: int, page_size: int, work: Path, stub: bool = False) -> dict[str, Any]:
+def _spin(seconds: float) -> int:
+    end, loops = time.perf_counter() + seconds, 0
+    while time.perf_counter() < end:
+        loops += 1
+    return loops
+
+
+def cores_free(seconds: float = 1.0) -> float:
+    """How many cores two busy processes get together right now (1.0 to 2.0 on this 2-core machine, which
+    other work shares): read beside each row, it says how much a second worker could have helped."""
+    alone = _spin(seconds)
+    pipes = [os.pipe() for _ in range(2)]
+    for _, write in pipes:
+        if os.fork() == 0:
+            os.write(write, str(_spin(seconds)).encode())
+            os._exit(0)
+    together = 0
+    for read, write in pipes:
+        os.close(write)
+        together += int(os.read(read, 64))
+        os.close(read)
+        os.wait()
+    return round(together / alone, 2)
+
+
+def _pss_kb(pid: int) -> int:
+    """PSS of a process and its children (the audit's workers), 0 once gone."""
+    total = 0
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        for each in (pid, *map(int, children)):
+            for line in Path(f"/proc/{each}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+    except (OSError, ValueError):
+        pass  # a process that just ended
+    return total
+
+
+def _sample_pss(pid: int, peak: list[int], stop: threading.Event) -> None:
+    while not stop.wait(0.2):
+        peak[0] = max(peak[0], _pss_kb(pid))
+
+
+def measure(count: int, page_size: int, work: Path, stub: bool = False, jobs: str = "auto") -> dict[str, Any]:
     objects, kubeconfig = work / f"objects-{count}.jsonl", work / f"kubeconfig-{count}"
     generate(count, objects)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -297,12 +347,17 @@ def measure(count: int, page_size: int, work: Path, stub: bool = False) -> dict[
         start = time.perf_counter()
         with report.open("w") as out:
             command = ["-m", "kubegap", "audit", "--kubeconfig", str(kubeconfig), "--format", "json",
-                       "--page-size", str(page_size), "--allow-incomplete"]  # fmt: skip
+                       "--page-size", str(page_size), "--allow-incomplete", "--jobs", jobs]  # fmt: skip
             if stub:
                 command = [__file__, "--stub-child", str(kubeconfig), "--page-size", str(page_size)]
             audit = subprocess.Popen([sys.executable, *command], stdout=out, cwd=ROOT, env=env)
+            peak, stop = [0], threading.Event()
+            sampler = threading.Thread(target=_sample_pss, args=(audit.pid, peak, stop), daemon=True)
+            sampler.start()
             _, status, usage = os.wait4(audit.pid, 0)
         wall = time.perf_counter() - start
+        stop.set()
+        sampler.join()
     finally:
         if server.stdin is not None:
             server.stdin.close()
@@ -311,15 +366,18 @@ def measure(count: int, page_size: int, work: Path, stub: bool = False) -> dict[
     totals = doc["coverage"]["totals"]
     return {
         "engine": "stub" if stub else "real",
+        "jobs": jobs,
         "objects": count,
         "exit": os.waitstatus_to_exitcode(status),
         "wall_s": round(wall, 2),
-        "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),  # the audit process alone
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),  # the audit and its workers
         "floor_s": round(listed["seconds"], 2),
         "floor_cpu_s": round(listed["cpu"], 2),
         "x_floor": round(wall / listed["seconds"], 2),
         "objects_per_s": round(count / wall),
-        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "cores_free": cores_free(),  # measured right after the audit
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # the largest single process
+        "peak_pss_sum_mb": round(peak[0] / 1024, 1),  # the audit and its workers together
         "seen": totals["seen"],
         "evaluated": totals["evaluated"],
         "skipped_owned": totals["skippedOwned"],
@@ -328,8 +386,28 @@ def measure(count: int, page_size: int, work: Path, stub: bool = False) -> dict[
     }
 
 
-def engine_name(stub: bool) -> str:
-    return "stub" if stub else "real"
+def _say(row: dict[str, Any]) -> None:
+    print(json.dumps(row), flush=True)
+    print(
+        f"{row['engine']} engine, {row['objects']:,} objects, --jobs {row['jobs']}: audit {row['wall_s']} s, "
+        f"floor {row['floor_s']} s = {row['x_floor']}x the floor (target <= 3x), peak RSS "
+        f"{row['peak_rss_mb']} MB (largest process), {row['peak_pss_sum_mb']} MB (PSS, all processes); "
+        f"CPU {row['cpu_s']} s; {row['cores_free']} cores free after it",
+        flush=True,
+    )
+
+
+def _growth(rows: list[dict[str, Any]]) -> None:
+    for engine, jobs in dict.fromkeys((r["engine"], r["jobs"]) for r in rows):
+        same = [r for r in rows if (r["engine"], r["jobs"]) == (engine, jobs)]
+        if len(same) >= 2:
+            growth = same[-1]["peak_rss_mb"] / same[0]["peak_rss_mb"] - 1
+            summed = same[-1]["peak_pss_sum_mb"] / max(same[0]["peak_pss_sum_mb"], 0.1) - 1
+            sizes = f"{same[0]['objects']:,} -> {same[-1]['objects']:,}"
+            print(
+                f"{engine} engine, --jobs {jobs}: peak RSS growth {sizes}: {growth:+.1%} "
+                f"(summed PSS {summed:+.1%})"
+            )
 
 
 def main() -> int:
@@ -337,6 +415,9 @@ def main() -> int:
     parser.add_argument("--sizes", default="10000,50000")
     parser.add_argument("--page-size", type=int, default=500)
     parser.add_argument("--stub-engine", action="store_true", help="also measure with a stub engine (no CEL)")
+    parser.add_argument(
+        "--jobs", default="auto", help="the audit's --jobs; a list (auto,1) runs each in turn"
+    )
     parser.add_argument("--stub-child", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     parser.add_argument("--floor-child", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -348,21 +429,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="kubegap-bench-audit-") as tmp:
         for stub in (False, True) if args.stub_engine else (False,):
             for size in (int(s) for s in args.sizes.split(",")):
-                row = measure(size, args.page_size, Path(tmp), stub)
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-                print(
-                    f"{engine_name(stub)} engine, {size:,} objects: audit {row['wall_s']} s, floor "
-                    f"{row['floor_s']} s = {row['x_floor']}x the floor (target <= 3x), "
-                    f"peak RSS {row['peak_rss_mb']} MB; CPU of the audit process {row['cpu_s']} s",
-                    flush=True,
-                )
-    for engine in ("real", "stub"):
-        same = [r for r in rows if r["engine"] == engine]
-        if len(same) >= 2:
-            growth = same[-1]["peak_rss_mb"] / same[0]["peak_rss_mb"] - 1
-            sizes = f"{same[0]['objects']:,} -> {same[-1]['objects']:,}"
-            print(f"{engine} engine: peak RSS growth {sizes}: {growth:+.1%}")
+                for jobs in args.jobs.split(","):
+                    rows.append(measure(size, args.page_size, Path(tmp), stub, jobs))
+                    _say(rows[-1])
+    _growth(rows)
     out = ROOT / "benchmarks" / "out"
     out.mkdir(exist_ok=True)
     (out / "audit.json").write_text(json.dumps(rows, indent=2) + "\n")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubegap.evaluate import Evaluation
 from kubegap.facts.cluster import POOL_API_VERSION, POOL_KIND, ClusterView, node_unit_facts, pools
-from kubegap.findings import Finding, Result
+from kubegap.findings import Finding, ObjectRef, Result
 
 if TYPE_CHECKING:
     from kubegap.audit.runner import Auditor
@@ -60,10 +60,10 @@ class ClusterChecks:
         if self.view is not None and kind == "Pod" and api_version == "v1":
             self.view.add_pod(obj)
 
-    def judged(self, obj: Mapping[str, Any], evaluation: Evaluation) -> None:
-        if self.view is None or evaluation.ref.kind != "Node" or evaluation.ref.api_version != "v1":
+    def judged(self, obj: Mapping[str, Any], ref: ObjectRef, flagged: bool) -> None:
+        """An evaluated object; `flagged`: some result failed or erred."""
+        if self.view is None or ref.kind != "Node" or ref.api_version != "v1":
             return
-        flagged = any(f.result in (Result.FAIL, Result.ERROR) for f in evaluation.results)
         self.view.add_node(obj, flagged)
 
     def finish(self, auditor: Auditor) -> None:

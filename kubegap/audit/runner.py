@@ -2,31 +2,42 @@
 
 Kinds are listed in table order with Pods last, so a Pod's controller has been judged (and its uid noted)
 before the Pod comes up; such a Pod is skipped as owned unless owned pods are asked for.
+
+With jobs > 1, worker processes evaluate chunks of each page (audit/workers.py) while this process lists
+the next one. Everything that needs the API or the audit's state stays here: ConfigMaps are resolved
+before an object is sent, and results, gaps and notes are recorded in listing order (a queue of what is in
+flight), so the report is the one a single process writes. Every controller is recorded before the first
+Pod is checked for an owner. Two pages at most wait in the workers' hands, so memory stays flat.
 """
 
 from __future__ import annotations
 
 import heapq
 import logging
-import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 from kubegap.audit import cluster
 from kubegap.audit.configmaps import ConfigMapResolver
 from kubegap.audit.coverage import Coverage, Gap, KindCoverage
 from kubegap.audit.discovery import ServedKind, discover
+from kubegap.audit.flight import Admitted, Flight
 from kubegap.audit.paging import Lister, ListScope, ahead
 from kubegap.audit.retry import Api
 from kubegap.audit.scope import AuditScope
-from kubegap.audit.spool import Spool
+from kubegap.audit.spool import Blobs, Spool
 from kubegap.audit.transport import ApiFailure, TransportError
-from kubegap.evaluate import DeadlineExceeded, Evaluation, Evaluator
-from kubegap.findings import ObjectRef, Result, Severity, Summary, WorkloadCost
+from kubegap.audit.verdict import Offender, Unevaluated, Verdict, judge
+from kubegap.audit.workers import Outcome, Workers
+from kubegap.evaluate import Evaluator
+from kubegap.findings import ObjectRef, Summary
 from kubegap.kinds import SUPPORTED_KINDS
 from kubegap.workloads import KindInfo
+
+__all__ = ["AuditResult", "Auditor", "Offender", "Progress", "ordered_kinds"]  # Offender: verdict.py
 
 log = logging.getLogger(__name__)
 
@@ -35,21 +46,6 @@ class Progress(Protocol):
     def update(self, kind: str, namespace: str | None, kind_count: int, total: int) -> None: ...
 
     def done(self) -> None: ...
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class Offender:
-    lost: float  # expected GPU-hours lost a month (docs/cost-model.md); 0 where the model prices nothing
-    rank: int  # worst severity's rank
-    failures: int
-    gpus: int
-    ref: ObjectRef = field(compare=False)
-    roles: tuple[str, ...] = field(compare=False)
-    cost: WorkloadCost | None = field(default=None, compare=False)
-
-    @property
-    def severity(self) -> Severity:
-        return next(s for s in Severity if s.rank == self.rank)
 
 
 @dataclass(slots=True)
@@ -84,6 +80,7 @@ class Auditor:
         evaluation_timeout: float = 10.0,
         top: int = 10,
         kinds: Iterable[KindInfo] = SUPPORTED_KINDS,
+        jobs: int = 1,
     ) -> None:
         self.api, self.engine, self.scope, self.progress = api, engine, scope, progress
         self.kinds = tuple(kinds)  # a subset when the caller asks about some kinds only
@@ -95,20 +92,29 @@ class Auditor:
         self._heap: list[Offender] = []
         self._total = 0
         self._pending: list[tuple[KindCoverage, ServedKind | None]] = []
+        self.jobs = jobs  # worker processes; 1: every object is evaluated in this process
+        self._flight: Flight | None = None
+        self._blobs = Blobs()
         limits = (scope.namespaces, scope.exclude_namespaces, scope.selector, {k.kind for k in self.kinds})
         self.cluster = cluster.ClusterChecks(engine, cluster.out_of_scope(*limits))
 
     def run(self) -> AuditResult:
         try:
+            workers = _start(self.engine, self.jobs, self.evaluation_timeout) if self.jobs > 1 else None
+            if workers is not None:
+                self._flight = Flight(workers, self._judge, self._settle, 2 * self.scope.page_size)
             self._discover()
             while self._pending:
                 entry, served = self._pending[0]
                 if served is not None:
                     self._list_kind(entry, served)
                 self._pending.pop(0)
+            self._drain()
         except KeyboardInterrupt:
             self._interrupted()
         finally:
+            if self._flight is not None:
+                self._flight.workers.close()
             if self.progress is not None:
                 self.progress.done()
         self.cluster.finish(self)
@@ -136,6 +142,8 @@ class Auditor:
             self._pending.append((entry, by_info.get(info)))
 
     def _list_kind(self, entry: KindCoverage, served: ServedKind) -> None:
+        if _is_pod(served.info):
+            self._drain()  # the owned-pod rule: every controller recorded before a Pod is checked
         namespaces: tuple[str | None, ...] = (None,)
         if served.info.namespaced and self.scope.namespaces:
             namespaces = self.scope.namespaces
@@ -147,27 +155,41 @@ class Auditor:
             lister = Lister(self.api, served, scope, self.scope.page_size)
             try:
                 for page in ahead(lister.pages()):
-                    for obj in page:
-                        self._one(entry, obj)
+                    self._page(entry, page)
                     self._report_progress(entry, namespace)
             except ApiFailure as failure:
-                entry.gaps.append(Gap(namespace, _reason(failure, served, namespace, lister.restarts)))
+                gap = Gap(namespace, _reason(failure, served, namespace, lister.restarts))
+                self._then(partial(entry.gaps.append, gap))
             except TransportError as exc:
-                entry.gaps.append(Gap(namespace, f"failed: {exc}"))
+                self._then(partial(entry.gaps.append, Gap(namespace, f"failed: {exc}")))
             else:
-                entry.listed = True
+                self._then(partial(setattr, entry, "listed", True))
             if lister.restarts:
                 where = f" in namespace {namespace}" if namespace else ""
-                entry.notes.append(
+                note = (
                     f"continue token expired{where}; the list was restarted from the start "
                     "and objects already evaluated were not counted twice"
                 )
+                self._then(partial(entry.notes.append, note))
 
     def _report_progress(self, entry: KindCoverage, namespace: str | None) -> None:
         if self.progress is not None:
             self.progress.update(entry.kind, namespace, entry.seen, self._total)
 
-    def _one(self, entry: KindCoverage, obj: dict[str, Any]) -> None:
+    def _page(self, entry: KindCoverage, page: list[dict[str, Any]]) -> None:
+        work = (a for obj in page if (a := self._admit(entry, obj)) is not None)
+        if self._flight is not None and len(self._flight.workers):
+            self._flight.send(entry, list(work))
+            return
+        self._drain()  # workers that could not be replaced: what they held is recorded first
+        for admitted in work:  # one by one, as each comes: Ctrl-C leaves no object seen and unjudged
+            self._settle(entry, admitted, self._judge(admitted))
+
+    def _judge(self, admitted: Admitted) -> Outcome:
+        return judge(self.engine, admitted.obj, admitted.context, self.evaluation_timeout, self._blobs)
+
+    def _admit(self, entry: KindCoverage, obj: dict[str, Any]) -> Admitted | None:
+        """Count the object and say whether to evaluate it (with its ConfigMaps resolved, here)."""
         entry.seen += 1
         self._total += 1
         self.cluster.observe(entry.kind, entry.api_version, obj)
@@ -175,30 +197,39 @@ class Auditor:
         meta = meta if isinstance(meta, Mapping) else {}
         if meta.get("namespace") in self.scope.exclude_namespaces:
             entry.excluded += 1
-            return
+            return None
         is_pod = entry.kind == "Pod" and entry.api_version == "v1"
         if is_pod and not self.scope.include_owned_pods and self._owned(meta):
             entry.owned += 1
-            return
+            return None
         context = self.configmaps.context_for(obj) if self.configmaps is not None else None
-        try:
-            evaluation = self.engine.evaluate(obj, context, time.monotonic() + self.evaluation_timeout)
-        except DeadlineExceeded as exc:
+        return Admitted(obj, meta.get("uid"), meta.get("namespace"), is_pod, context)
+
+    def _settle(self, entry: KindCoverage, admitted: Admitted, outcome: Outcome) -> None:
+        if isinstance(outcome, Unevaluated):
+            if outcome.internal:  # a bug must not hide the rest of the cluster; exit code 3 tells of it
+                log.error(
+                    "internal error evaluating %s\n%s", ObjectRef.of(admitted.obj).display(), outcome.trace
+                )
+                self.result.internal_errors += 1
             entry.not_evaluated += 1
-            entry.gaps.append(Gap(meta.get("namespace"), f"not evaluated: {exc}"))
+            entry.gaps.append(Gap(admitted.namespace, outcome.reason))
             return
-        except Exception as exc:  # a bug must not hide the rest of the cluster; exit code 3 tells of it
-            log.exception("internal error evaluating %s", ObjectRef.of(obj).display())
-            entry.not_evaluated += 1
-            self.result.internal_errors += 1
-            entry.gaps.append(
-                Gap(meta.get("namespace"), f"internal error evaluating {ObjectRef.of(obj).display()}: {exc}")
-            )
-            return
-        if not is_pod and isinstance(meta.get("uid"), str):
-            self._audited.add(meta["uid"])
-        self._record(entry, obj, evaluation, meta.get("uid"))
-        self.cluster.judged(obj, evaluation)
+        if not admitted.is_pod and isinstance(admitted.uid, str):
+            self._audited.add(admitted.uid)
+        self._record(entry, outcome, admitted.uid)
+        self.cluster.judged(admitted.obj, outcome.ref, bool(outcome.failing))
+
+    def _then(self, effect: Callable[[], None]) -> None:
+        """A coverage effect, in listing order: after the results still in flight."""
+        if self._flight is not None:
+            self._flight.then(effect)
+        else:
+            effect()
+
+    def _drain(self) -> None:
+        if self._flight is not None:
+            self._flight.drain()
 
     def _owned(self, meta: Mapping[str, Any]) -> bool:
         owners = meta.get("ownerReferences")
@@ -207,35 +238,31 @@ class Auditor:
             for o in owners
         )
 
-    def _record(self, entry: KindCoverage, obj: Mapping[str, Any], evaluation: Evaluation, uid: Any) -> None:
-        result, results = self.result, evaluation.results
+    def _record(self, entry: KindCoverage, verdict: Verdict, uid: Any) -> None:
+        result, tally = self.result, verdict.tally
         entry.evaluated += 1
         result.summary.objects += 1
-        if not results:
+        if not tally.results:
             result.summary.not_applicable += 1
-        result.summary.add(results)
-        counts = result.by_namespace.setdefault(evaluation.ref.namespace, Counter())
-        counts.update(r.result.value for r in results)
-        findings = evaluation.findings
-        result.spool.add(findings, uid if isinstance(uid, str) else None)
-        failing = [f for f in findings if f.result in (Result.FAIL, Result.ERROR)]
-        if len(failing) < len(findings):
+        result.summary.merge(tally)
+        result.by_namespace.setdefault(verdict.ref.namespace, Counter()).update(tally.results)
+        result.spool.add_rows(verdict.rows, uid if isinstance(uid, str) else None)
+        if verdict.exempted:
             entry.exempted += 1
-        for f in failing:
-            result.by_rule[(f.object.namespace or "", f.policy, f.rule, f.severity.value)] += 1
-        if failing:
-            roles = tuple(sorted({f.role for f in failing if f.role}))
-            worst = max(f.severity.rank for f in failing)
-            cost = evaluation.cost
-            lost, gpus = (cost.lost, cost.gpus) if cost else (0.0, evaluation.gpus)
-            offender = Offender(lost, worst, len(failing), gpus, evaluation.ref, roles, cost)
-            if len(self._heap) < self.top:
-                heapq.heappush(self._heap, offender)
-            elif offender > self._heap[0]:
-                heapq.heapreplace(self._heap, offender)
+        result.by_rule.update(verdict.failing)
+        offender = verdict.offender
+        if offender is None:
+            return
+        if len(self._heap) < self.top:
+            heapq.heappush(self._heap, offender)
+        elif offender > self._heap[0]:
+            heapq.heapreplace(self._heap, offender)
 
     def _interrupted(self) -> None:
         self.coverage.interrupted = True
+        if self._flight is not None:
+            self._flight.workers.kill()  # at once: what they held is reported as not evaluated
+            self._flight.abandon()
         for position, (entry, served) in enumerate(self._pending):
             if served is None or entry.out_of_scope:
                 continue
@@ -254,3 +281,11 @@ def _reason(failure: ApiFailure, served: ServedKind, namespace: str | None, rest
     if failure.code in (429, 503):
         return f"throttled: {failure.code} {failure.reason}; retry budget spent"
     return f"failed: {failure.code} {failure.reason}: {failure.detail}"
+
+
+def _start(engine: Evaluator, jobs: int, timeout: float) -> Workers | None:
+    try:
+        return Workers(engine, jobs, timeout)
+    except OSError as exc:  # no process to fork (a pid limit): the audit is the same, only slower
+        log.warning("cannot start %d audit workers (%s); evaluating in this process", jobs, exc)
+        return None

@@ -34,34 +34,19 @@ class Spool:
             " rank INTEGER, uid TEXT, blob BLOB)"
         )
         self.count = 0
-        self._buffer = io.BytesIO()
-        self._pickler = pickle.Pickler(self._buffer, protocol=5)
-        self._pickler.dispatch_table = _BY_ARGUMENTS
-
-    def _dumps(self, finding: Finding) -> bytes:
-        self._buffer.seek(0)
-        self._buffer.truncate()
-        self._pickler.clear_memo()
-        self._pickler.dump(finding)
-        return self._buffer.getvalue()
+        self._blobs = Blobs()
 
     def add(self, findings: Iterable[Finding], uid: str | None = None) -> None:
-        rows = [
-            (
-                f.object.namespace or "",
-                f.object.kind,
-                f.object.name,
-                _rank(f),
-                uid,
-                self._dumps(f),
-            )
-            for f in findings
-        ]
-        if rows:
+        self.add_rows([self._blobs.row(f) for f in findings], uid)
+
+    def add_rows(self, rows: Iterable[Row], uid: str | None = None) -> None:
+        """Findings already pickled by `Blobs.row` (an audit worker pickles them beside the evaluation)."""
+        with_uid = [(ns, kind, name, rank, uid, blob) for ns, kind, name, rank, blob in rows]
+        if with_uid:
             self._db.executemany(
-                "INSERT INTO findings (ns, kind, name, rank, uid, blob) VALUES (?,?,?,?,?,?)", rows
+                "INSERT INTO findings (ns, kind, name, rank, uid, blob) VALUES (?,?,?,?,?,?)", with_uid
             )
-            self.count += len(rows)
+            self.count += len(with_uid)
 
     def findings(self, order: str = "listed") -> Iterator[Finding]:
         for _uid, finding in self.rows(order):
@@ -83,6 +68,29 @@ class Spool:
 
     def close(self) -> None:
         self._db.close()
+
+
+Row = tuple[str, str, str, int, bytes]  # namespace, kind, name, rank, pickled finding
+
+
+class Blobs:
+    """One reusable pickler: findings (and the audit workers' results) pickled by constructor arguments."""
+
+    def __init__(self) -> None:
+        self._buffer = io.BytesIO()
+        self._pickler = pickle.Pickler(self._buffer, protocol=5)
+        self._pickler.dispatch_table = _BY_ARGUMENTS
+
+    def dumps(self, value: Any) -> bytes:
+        self._buffer.seek(0)
+        self._buffer.truncate()
+        self._pickler.clear_memo()
+        self._pickler.dump(value)
+        return self._buffer.getvalue()
+
+    def row(self, finding: Finding) -> Row:
+        o = finding.object
+        return (o.namespace or "", o.kind, o.name, _rank(finding), self.dumps(finding))
 
 
 def _rank(finding: Finding) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pickle
 
-from kubegap.audit.spool import Spool
+from kubegap.audit.spool import Blobs, Spool
 from kubegap.config import Settings
 from kubegap.evaluate import build_engine
 from tests.test_evaluate import pytorchjob
@@ -26,8 +26,7 @@ def test_findings_come_back_equal_with_their_impact() -> None:
 def test_each_finding_is_stored_alone_and_reads_with_plain_pickle() -> None:
     engine = build_engine(Settings(cel_backend="cel-expr"))
     findings = engine.evaluate(pytorchjob()).findings
-    spool = Spool()
-    blobs = [spool._dumps(f) for f in findings]
-    spool.close()
+    pickler = Blobs()
+    blobs = [pickler.dumps(f) for f in findings]
     assert len(blobs) > 1
     assert [pickle.loads(b) for b in blobs] == list(findings)  # no blob refers to another's memo

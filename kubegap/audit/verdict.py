@@ -1,0 +1,90 @@
+"""One object's evaluation reduced to what the audit records of it, wherever it was evaluated.
+
+An audit worker process sends verdicts back to the audit, so a verdict carries no passes (34 findings for a
+typical object): their counts travel in a per-object `Summary`, and the non-pass findings travel already
+pickled as spool rows. The audit process then only adds them up, and every report stays the same as when
+the whole `Evaluation` was recorded.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubegap.audit.spool import Blobs, Row
+from kubegap.evaluate import Context, DeadlineExceeded, Evaluation, Evaluator
+from kubegap.findings import ObjectRef, Result, Severity, Summary, WorkloadCost
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Offender:
+    lost: float  # expected GPU-hours lost a month (docs/cost-model.md); 0 where the model prices nothing
+    rank: int  # worst severity's rank
+    failures: int
+    gpus: int
+    ref: ObjectRef = field(compare=False)
+    roles: tuple[str, ...] = field(compare=False)
+    cost: WorkloadCost | None = field(default=None, compare=False)
+
+    @property
+    def severity(self) -> Severity:
+        return next(s for s in Severity if s.rank == self.rank)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    ref: ObjectRef
+    tally: Summary  # this object's results counted, passes included
+    rows: tuple[Row, ...]  # the non-pass findings, pickled for the spool
+    exempted: bool  # at least one result is a skip (an exemption)
+    failing: tuple[tuple[str, str, str, str], ...]  # (namespace, policy, rule, severity) per fail or error
+    offender: Offender | None  # where something fails
+
+
+@dataclass(frozen=True, slots=True)
+class Unevaluated:
+    """An object the engine gave no result for: past its deadline, or an internal error (a bug)."""
+
+    reason: str  # the coverage gap's text
+    internal: bool = False
+    trace: str = ""  # the internal error's traceback, logged by the audit process
+
+
+def judge(
+    engine: Evaluator, obj: Mapping[str, Any], context: Context | None, timeout: float, blobs: Blobs
+) -> Verdict | Unevaluated:
+    """Evaluate one object; a bug must not hide the rest of the cluster, so it is an outcome, not a raise."""
+    try:
+        evaluation = engine.evaluate(obj, context, time.monotonic() + timeout)
+    except DeadlineExceeded as exc:
+        return Unevaluated(f"not evaluated: {exc}")
+    except Exception as exc:
+        return Unevaluated(
+            f"internal error evaluating {ObjectRef.of(obj).display()}: {exc}", True, traceback.format_exc()
+        )
+    return verdict_of(evaluation, blobs)
+
+
+def verdict_of(evaluation: Evaluation, blobs: Blobs) -> Verdict:
+    tally = Summary()
+    tally.add(evaluation.results)
+    findings = evaluation.findings
+    failing = [f for f in findings if f.result in (Result.FAIL, Result.ERROR)]
+    offender = None
+    if failing:
+        roles = tuple(sorted({f.role for f in failing if f.role}))
+        worst = max(f.severity.rank for f in failing)
+        cost = evaluation.cost
+        lost, gpus = (cost.lost, cost.gpus) if cost else (0.0, evaluation.gpus)
+        offender = Offender(lost, worst, len(failing), gpus, evaluation.ref, roles, cost)
+    return Verdict(
+        evaluation.ref,
+        tally,
+        tuple(blobs.row(f) for f in findings),
+        len(failing) < len(findings),
+        tuple((f.object.namespace or "", f.policy, f.rule, f.severity.value) for f in failing),
+        offender,
+    )
