@@ -103,8 +103,8 @@ def test_binding_gives_the_role_to_the_audit_account_only(jobs: Mapping[str, Job
 @pytest.mark.parametrize(
     ("scenario", "schedule", "extra_args"),
     [
-        ("defaults", "30 * * * *", []),
-        ("audit-only", "@daily", ["--resolve-configmaps", "--write-policyreports"]),
+        ("defaults", "30 * * * *", ["--jobs=1"]),
+        ("audit-only", "@daily", ["--jobs=2", "--resolve-configmaps", "--write-policyreports"]),
     ],
 )
 def test_cronjob_runs_the_documented_audit(
