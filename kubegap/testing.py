@@ -33,7 +33,7 @@ from kubegap.audit.cluster import ClusterChecks
 from kubegap.config import Settings
 from kubegap.errors import UsageError
 from kubegap.evaluate import Context, Engine, build_engine
-from kubegap.findings import Finding
+from kubegap.findings import Finding, Result
 from kubegap.manifests import configmaps_of
 
 _EXPECT = re.compile(r"#\s*expect:\s*(.*)")
@@ -154,7 +154,8 @@ def _results(documents: Sequence[manifests.Document], engine: Engine) -> Iterato
         evaluation = engine.evaluate(document.obj, context)
         yield from evaluation.results
         cluster.observe(str(document.obj.get("kind")), str(document.obj.get("apiVersion")), document.obj)
-        cluster.judged(document.obj, evaluation)
+        flagged = any(f.result in (Result.FAIL, Result.ERROR) for f in evaluation.results)
+        cluster.judged(document.obj, evaluation.ref, flagged)
     for evaluation in cluster.judge(deadline=None):
         yield from evaluation.results
 

@@ -307,7 +307,11 @@ def test_template_facts() -> None:
         "annotations": {"k8s.v1.cni.cncf.io/networks": "ib0", "n": "5"},
         "resourceNames": ["cpu", "nvidia.com/gpu", "rdma/ib", "vpc.amazonaws.com/efa"],
         "resourceNamesText": "cpu\nnvidia.com/gpu\nrdma/ib\nvpc.amazonaws.com/efa",
-        "resourceCounts": {"nvidia.com/gpu": 8, "rdma/ib": 1, "vpc.amazonaws.com/efa": 1},
+        "resources": [
+            {"name": "nvidia.com/gpu", "count": 8},
+            {"name": "rdma/ib", "count": 1},
+            {"name": "vpc.amazonaws.com/efa", "count": 1},
+        ],
         "unreadableResources": [],
         "nics": {"multus": 1, "unresolved": []},
         "pinnedLabels": {},

@@ -93,13 +93,17 @@ def _containers(*limits: dict[str, Any]) -> list[Container]:
     ]
 
 
-def test_resource_counts_add_up_each_extended_resource_over_the_containers() -> None:
+def test_resources_add_up_each_extended_resource_over_the_containers_largest_first() -> None:
     containers = _containers(
         {"nvidia.com/gpu": 2, "vpc.amazonaws.com/efa": "3", "memory": "10Gi", "cpu": 4},
         {"vpc.amazonaws.com/efa": 29, "example.com/huge": 10_000},
     )
     counts = nics.resource_counts(containers, {id(c): resource_counts(c.spec) for c in containers})
-    assert counts == {"example.com/huge": 10_000, "nvidia.com/gpu": 2, "vpc.amazonaws.com/efa": 32}
+    assert counts == [  # largest first
+        {"name": "example.com/huge", "count": 10_000},
+        {"name": "vpc.amazonaws.com/efa", "count": 32},
+        {"name": "nvidia.com/gpu", "count": 2},
+    ]
 
 
 def test_the_counted_names_are_resource_names_so_globbed_matches_them() -> None:
@@ -107,7 +111,7 @@ def test_the_counted_names_are_resource_names_so_globbed_matches_them() -> None:
     obj = _with_limits(_job(), **{"vpc.amazonaws.com/efa": 32, "rdma/ib": "${N}", "example.com/x": 0})
     (unit,) = gather(obj).units["template"]
     facts = unit.bindings["template"]
-    named = set(facts["resourceCounts"]) | set(facts["unreadableResources"])
+    named = {r["name"] for r in facts["resources"]} | set(facts["unreadableResources"])
     assert named == {"vpc.amazonaws.com/efa", "rdma/ib", "nvidia.com/gpu"}
     assert named <= set(facts["resourceNames"])
 

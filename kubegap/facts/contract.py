@@ -83,10 +83,15 @@ TEMPLATE = record(
     ),
     fact("resourceNamesText", STRING, "resourceNames one per line, for `globs` parameters"),
     fact(
-        "resourceCounts",
-        MapOf(INT, "extended resource names (with `/`)"),
-        "the pod's count of each extended resource it requests (not 0), summed over its containers",
-        "devices",
+        "resources",
+        ListOf(
+            record(
+                "an extended resource the pod requests",
+                fact("name", STRING, "the resource name (with `/`), one of resourceNames"),
+                fact("count", INT, "the pod's count, summed over its containers (not 0)", "devices"),
+            )
+        ),
+        "the pod's extended resources, largest count first, then by name",
     ),
     fact("unreadableResources", ListOf(STRING), "extended resources whose count is not a whole number"),
     fact(

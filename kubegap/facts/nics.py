@@ -1,7 +1,7 @@
 """The NICs a pod asks for (RULES.md v3 `gpu-nic-rails/nic-per-rail`), read three ways:
 
 - **Per-device resources.** The pod's count of every extended resource (a name with a `/`), summed over
-  its containers (`resourceCounts`); a policy's globs parameter chooses the NIC resources among them.
+  its containers (`resources`, largest first); a policy's globs parameter chooses the NIC resources.
   `vpc.amazonaws.com/efa: 32` is 32 EFA devices
   (docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html). A count kubegap cannot read
   (`${EFA}`) is listed in `unreadableResources`, never counted as 0.
@@ -36,15 +36,18 @@ _PLACEHOLDER = re.compile(r"\$\{|\$\(|\{\{")  # ${VAR}, $(VAR), {{ .Values }}: f
 
 def resource_counts(
     containers: Sequence[Container], counts: Mapping[int, Mapping[str, int]]
-) -> dict[str, int]:
-    """The pod's count of each extended resource (a name with a `/`) it requests, summed over its containers
-    (an unreadable count is 0 here and listed by `unreadable_resources`)."""
+) -> list[dict[str, Any]]:
+    """`{name, count}` of each extended resource (a name with a `/`) the pod requests, summed over its
+    containers, largest count first (then by name), so that a policy reads a chosen resource's largest count
+    as `[0]` of a filter, without iterating a policy variable (which would keep its validations out of the
+    scope program, kubegap.batch). An unreadable count is 0 here and listed by `unreadable_resources`."""
     totals: dict[str, int] = {}
     for each in containers:
         for name, n in counts[id(each)].items():
             if "/" in name:
                 totals[name] = totals.get(name, 0) + n
-    return {name: n for name, n in sorted(totals.items()) if n > 0}
+    ranked = sorted(((n, name) for name, n in totals.items() if n > 0), key=lambda x: (-x[0], x[1]))
+    return [{"name": name, "count": n} for n, name in ranked]
 
 
 def unreadable_resources(containers: Sequence[Container]) -> list[str]:

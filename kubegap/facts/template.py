@@ -72,7 +72,7 @@ def gather(
         "annotations": annotations,
         "resourceNames": names,
         "resourceNamesText": "\n".join(names),  # one per line, for `globs` params
-        "resourceCounts": nics.resource_counts(template.containers, counts),
+        "resources": nics.resource_counts(template.containers, counts),
         "unreadableResources": nics.unreadable_resources(template.containers),
         "nics": nics.attached(annotations),
         "pinnedLabels": pinned_labels(spec),
