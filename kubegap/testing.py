@@ -69,15 +69,19 @@ class Outcome:
         return not self.problems
 
 
+def _header(text: str, pattern: re.Pattern[str]) -> Iterator[re.Match[str]]:
+    """The matches of `pattern` among an example's leading comment lines."""
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            return
+        if match := pattern.match(line):
+            yield match
+
+
 def parse_expectations(text: str, source: str) -> dict[str, frozenset[str]]:
     expected: dict[str, set[str]] = {r: set() for r in RESULTS}
     seen = False
-    for line in text.splitlines():
-        if not line.startswith("#"):
-            break
-        match = _EXPECT.match(line)
-        if not match:
-            continue
+    for match in _header(text, _EXPECT):
         seen = True
         result, _, rules = match.group(1).strip().partition(" ")
         if result == "none":
@@ -95,12 +99,7 @@ def parse_expectations(text: str, source: str) -> dict[str, frozenset[str]]:
 def parse_params(text: str, source: str) -> dict[str, Any]:
     """The `# params: {...}` line of an example's leading comments; {} without one."""
     found: dict[str, Any] = {}
-    for line in text.splitlines():
-        if not line.startswith("#"):
-            break
-        match = _PARAMS.match(line)
-        if not match:
-            continue
+    for match in _header(text, _PARAMS):
         try:
             value = yaml.safe_load(match.group(1))
         except yaml.YAMLError as err:
