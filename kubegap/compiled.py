@@ -22,7 +22,6 @@ class CompiledValidation:
     applies_to: Program | None
     message_expression: Program | None
     field_path: Program | None
-    remediation: str
     check: Check  # what each of its results reports (policy, rule, severity, fix), built once
     # whether a value kubegap cannot see could change its verdict: only then are unseen sources listed
     reads_values: bool = True
@@ -30,6 +29,11 @@ class CompiledValidation:
     @property
     def severity(self) -> Severity:
         return self.validation.severity
+
+    @property
+    def remediation(self) -> str:
+        """The fix, with the parameters in force filled in."""
+        return self.check.remediation
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +137,6 @@ def selected_rules(policy: Policy, settings: Settings) -> list[Validation]:
 def _validation(
     backend: Backend, policy: Policy, params: Mapping[str, Any], v: Validation
 ) -> CompiledValidation:
-    remediation = fill(v.remediation or policy.remediation, policy, params)
     return CompiledValidation(
         validation=v,
         expression=_must(_compile(backend, policy, f"validation {v.name}", v.expression)),
@@ -144,9 +147,8 @@ def _validation(
         field_path=_compile(
             backend, policy, f"validation {v.name} fieldPathExpression", v.field_path_expression
         ),
-        remediation=remediation,
+        check=Check(policy.id, v.name, v.severity, fill(v.remediation or policy.remediation, policy, params)),
         reads_values=_reads_values(policy, v),
-        check=Check(policy.id, v.name, v.severity, remediation),
     )
 
 

@@ -1,5 +1,5 @@
 """`globbed`: for each `globs` parameter, the names of a unit that it matches, found in Python before CEL
-runs (RULES.md §2 "Parameters").
+runs (RULES.md §3).
 
 A policy tests a name from one of the contract's name lists (`template.resourceNames`,
 `template.toleratedKeys`, `container.envNames`, `node.marks`, `node.images`: the fields declared
