@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import gc
 import sys
 import textwrap
 import time
@@ -680,9 +681,11 @@ def test_evaluations_keep_pythons_none_alive() -> None:
     objects = [o for o in every if isinstance(o, dict)]
     for obj in objects:  # settle caches first: their first entries hold references to None too
         engine.evaluate(copy.deepcopy(obj))
+    gc.collect()  # earlier tests' garbage, freed mid-loop, would release thousands of references at once
     before = sys.getrefcount(None)
     for _ in range(30):
         for obj in objects:
             engine.evaluate(obj)
+    gc.collect()
     lost = before - sys.getrefcount(None)
     assert lost < 30 * len(objects) // 4, lost
