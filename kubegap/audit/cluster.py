@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kubegap.evaluate import Evaluation
 from kubegap.facts.cluster import POOL_API_VERSION, POOL_KIND, ClusterView, node_unit_facts, pools
-from kubegap.findings import Finding, ObjectRef, Result
+from kubegap.findings import ObjectRef
 
 if TYPE_CHECKING:
     from kubegap.audit.runner import Auditor
@@ -77,7 +76,7 @@ class ClusterChecks:
             auditor.coverage.problems.append(f"cluster validations not evaluated: {problem}")
             return
         for evaluation in self.judge(time.monotonic() + auditor.evaluation_timeout):
-            _record(auditor, evaluation)
+            auditor.tally_evaluation(evaluation)
 
     def judge(self, deadline: float | None) -> Iterator[Evaluation]:
         """Each GPU node's and each pool's evaluation over what was observed; the section gains the pools.
@@ -118,16 +117,3 @@ def _incomplete(auditor: Auditor) -> str:
     if auditor.coverage.interrupted:
         return "the audit was interrupted"
     return ""
-
-
-def _record(auditor: Auditor, evaluation: Evaluation) -> None:
-    """As the runner records an object's evaluation, minus the per-kind counts (no kind was listed)."""
-    result = auditor.result
-    result.summary.add(evaluation.results)
-    counts = result.by_namespace.setdefault(None, Counter())
-    counts.update(r.result.value for r in evaluation.results)
-    findings: tuple[Finding, ...] = evaluation.findings
-    result.spool.add(findings, None)
-    for f in findings:
-        if f.result in (Result.FAIL, Result.ERROR):
-            result.by_rule[("", f.policy, f.rule, f.severity.value)] += 1

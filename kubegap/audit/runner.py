@@ -30,9 +30,9 @@ from kubegap.audit.retry import Api
 from kubegap.audit.scope import AuditScope
 from kubegap.audit.spool import Blobs, Spool
 from kubegap.audit.transport import ApiFailure, TransportError
-from kubegap.audit.verdict import Offender, Unevaluated, Verdict, judge
+from kubegap.audit.verdict import Offender, Unevaluated, Verdict, judge, verdict_of
 from kubegap.audit.workers import Outcome, Workers
-from kubegap.evaluate import Evaluator
+from kubegap.evaluate import Evaluation, Evaluator
 from kubegap.findings import ObjectRef, Summary
 from kubegap.kinds import SUPPORTED_KINDS
 from kubegap.workloads import KindInfo
@@ -239,17 +239,13 @@ class Auditor:
         )
 
     def _record(self, entry: KindCoverage, verdict: Verdict, uid: Any) -> None:
-        result, tally = self.result, verdict.tally
         entry.evaluated += 1
-        result.summary.objects += 1
-        if not tally.results:
-            result.summary.not_applicable += 1
-        result.summary.merge(tally)
-        result.by_namespace.setdefault(verdict.ref.namespace, Counter()).update(tally.results)
-        result.spool.add_rows(verdict.rows, uid if isinstance(uid, str) else None)
+        self.result.summary.objects += 1
+        if not verdict.tally.results:
+            self.result.summary.not_applicable += 1
+        self.tally(verdict, uid)
         if verdict.exempted:
             entry.exempted += 1
-        result.by_rule.update(verdict.failing)
         offender = verdict.offender
         if offender is None:
             return
@@ -257,6 +253,19 @@ class Auditor:
             heapq.heappush(self._heap, offender)
         elif offender > self._heap[0]:
             heapq.heapreplace(self._heap, offender)
+
+    def tally(self, verdict: Verdict, uid: Any = None) -> None:
+        """What every judged object or cluster unit adds to the report: its results counted, its findings
+        spooled, its failing rules."""
+        result = self.result
+        result.summary.merge(verdict.tally)
+        result.by_namespace.setdefault(verdict.ref.namespace, Counter()).update(verdict.tally.results)
+        result.spool.add_rows(verdict.rows, uid if isinstance(uid, str) else None)
+        result.by_rule.update(verdict.failing)
+
+    def tally_evaluation(self, evaluation: Evaluation) -> None:
+        """A cluster unit's evaluation (audit/cluster.py): no kind was listed for it, no offender ranked."""
+        self.tally(verdict_of(evaluation, self._blobs))
 
     def _interrupted(self) -> None:
         self.coverage.interrupted = True

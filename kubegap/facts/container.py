@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kubegap import durations, raw
 from kubegap.facts import argv, env, mpi, persistence, rails, readings, recorder, torchrun, transport
 from kubegap.facts.knobs import Catalogue, Framework
 from kubegap.facts.model import Scratch, UnreadableCount, longest, seconds
-from kubegap.fieldpath import render
+from kubegap.fieldpath import FieldPath, render
 from kubegap.quantities import count, is_zero
 from kubegap.workloads import Container, PodTemplate
 
@@ -25,16 +25,22 @@ def resource_counts(container: Mapping[str, Any]) -> dict[str, int]:
     return counts
 
 
-def unreadable_counts(catalogue: Catalogue, container: Container) -> list[UnreadableCount]:
-    """Accelerator requests and limits that are not whole numbers (RULES.md v2 `unresolved-count`)."""
+def unreadable_quantities(container: Container) -> Iterator[tuple[str, Any, FieldPath]]:
+    """(resource, value, path) of each limit and request that is not a whole number (`${GPUS}`, `1.5`)."""
     resources = raw.mapping(container.spec.get("resources"))
-    found = []
     for section in ("limits", "requests"):
         for name, value in raw.mapping(resources.get(section)).items():
-            if catalogue.is_accelerator(str(name)) and count(value) == 0 and not is_zero(value):
-                path = (*container.path, "resources", section, str(name))
-                found.append(UnreadableCount(str(name), "" if value is None else str(value), path))
-    return found
+            if count(value) == 0 and not is_zero(value):
+                yield str(name), value, (*container.path, "resources", section, str(name))
+
+
+def unreadable_counts(catalogue: Catalogue, container: Container) -> list[UnreadableCount]:
+    """Accelerator requests and limits that are not whole numbers (RULES.md v2 `unresolved-count`)."""
+    return [
+        UnreadableCount(name, "" if value is None else str(value), path)
+        for name, value, path in unreadable_quantities(container)
+        if catalogue.is_accelerator(name)
+    ]
 
 
 def probe(spec: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:

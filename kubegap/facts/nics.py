@@ -23,8 +23,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubegap import integers, raw
-from kubegap.quantities import count, is_zero
+from kubegap import integers
+from kubegap.facts.container import unreadable_quantities
 from kubegap.workloads import Container
 
 MULTUS = "k8s.v1.cni.cncf.io/networks"
@@ -52,14 +52,7 @@ def resource_counts(
 
 def unreadable_resources(containers: Sequence[Container]) -> list[str]:
     """Extended resources whose limit or request is not a whole number (a placeholder, `1.5`, `x`)."""
-    found = set()
-    for each in containers:
-        resources = raw.mapping(each.spec.get("resources"))
-        for section in ("limits", "requests"):
-            for name, value in raw.mapping(resources.get(section)).items():
-                if "/" in str(name) and count(value) == 0 and not is_zero(value):
-                    found.add(str(name))
-    return sorted(found)
+    return sorted({name for each in containers for name, _, _ in unreadable_quantities(each) if "/" in name})
 
 
 def attached(annotations: Mapping[str, str]) -> dict[str, Any]:
