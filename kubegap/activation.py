@@ -41,10 +41,14 @@ class Group:
     reads_object: bool
     items: int = 0  # the longest list or map in params and paramsText, measured once
     globber: Globber | None = None  # its `globs` parameters, matched in Python (kubegap.globbed)
+    twins: bool = False  # no verdict reads a unit's place: a twin template's units take their first's
 
 
-def groups(policies: Sequence[CompiledPolicy], readers: frozenset[str]) -> dict[int, Group]:
-    """Each compiled policy's group (keyed by id): the first group whose parameters it does not clash with."""
+def groups(
+    policies: Sequence[CompiledPolicy], readers: frozenset[str], placed: frozenset[str] = frozenset()
+) -> dict[int, Group]:
+    """Each compiled policy's group (keyed by id): the first group whose parameters it does not clash with.
+    `readers` name `object`; `placed` may read where a unit is (kubegap.facts.reads.reads_place)."""
     members: list[list[CompiledPolicy]] = []
     for policy in policies:
         home = next(
@@ -66,7 +70,8 @@ def groups(policies: Sequence[CompiledPolicy], readers: frozenset[str]) -> dict[
             if q.type == "globs"
         }
         items = max(celcost.longest(params), celcost.longest(text))
-        shared = Group(params, text, reads, items, Globber(globbed) if globbed else None)
+        twins = not any(p.policy.id in placed for p in group)
+        shared = Group(params, text, reads, items, Globber(globbed) if globbed else None, twins)
         out.update({id(p): shared for p in group})
     return out
 

@@ -85,11 +85,14 @@ def evaluate(run: Run, group: Group, scope: str) -> Outcomes | None:
     names = set(SCOPE_BINDINGS.get(scope, ()))
     if found is None or not units or any(set(u.bindings) != names for u in units):
         return None
+    # A twin template's units are judged as their first twin's (kubegap.facts.twins), where no verdict of
+    # the group reads a unit's place; a failure's message and path are still the twin's own.
+    judged = [u for u in units if u.original is None] if group.twins else units
     bindings: dict[str, Any] = {"facts": run.facts.facts, "params": group.params, "paramsText": group.text}
     if group.reads_object:
         bindings["object"] = run.obj
     if found.costs:  # held to one expression's budget, at the longest list any unit's expressions see
-        seen = (run.facts.facts, *(v for u in units for v in u.bindings.values()))
+        seen = (run.facts.facts, *(v for u in judged for v in u.bindings.values()))
         items = max(group.items, *(run.items(v) for v in seen))
         if group.reads_object:
             items = max(items, run.items(run.obj))
@@ -98,12 +101,19 @@ def evaluate(run: Run, group: Group, scope: str) -> Outcomes | None:
     if run.deadline is not None and time.monotonic() > run.deadline:
         return None  # each validation then reports that it was not evaluated
     converted = {name: run.convert(value) for name, value in bindings.items()}
-    converted[UNITS] = run.backend.convert([_unit(run, group, u) for u in units])
+    converted[UNITS] = run.backend.convert([_unit(run, group, u) for u in judged])
     try:
         values = found.program(run.backend.activation(converted))
     except CelError:
         return None
-    return _outcomes(values, found.policies, scope, units, run)
+    out = _outcomes(values, found.policies, scope, judged, run)
+    if out is not None and len(judged) < len(units):
+        for unit in units:
+            if unit.original is not None:
+                for policy in found.policies:
+                    first = out[(id(policy), id(unit.original))]
+                    out[(id(policy), id(unit))] = {n: r[:1] for n, r in first.items()}
+    return out
 
 
 def _unit(run: Run, group: Group, unit: Unit) -> dict[str, Any]:

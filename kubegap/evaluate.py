@@ -113,7 +113,8 @@ class Engine:
         # only when some expression reads it: a cost that clean policy sets do not pay per object.
         readers = frozenset(c.policy.id for c in policies if reads.reads_object(c.policy))
         self.reads_object = bool(readers)
-        self.group_of = groups(self.compiled, readers)
+        placed = frozenset(c.policy.id for c in policies if reads.reads_place(c.policy))
+        self.group_of = groups(self.compiled, readers, placed)
         self.scope_programs = batch.build(self.compiled, self.group_of, backend)
 
     def evaluate(

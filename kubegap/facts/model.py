@@ -27,6 +27,9 @@ class Unit:
     path: FieldPath | None = None  # where a finding points when the validation names no field
     # (path of the annotations map, the map): exemptions are looked up here, nearest first
     annotations: tuple[tuple[FieldPath, Mapping[str, Any]], ...] = ()
+    # The same unit of an identical template (kubegap.facts.twins): its bindings differ from this one's only
+    # in field paths and the role, so a verdict that reads neither is the same for both.
+    original: Unit | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

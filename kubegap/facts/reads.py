@@ -266,6 +266,25 @@ def names_object(expression: str) -> bool:
     return _OBJECT.search(_STRING_LITERAL.sub("", expression)) is not None
 
 
+# A role, a field path (`path`, `envPaths`, `trainerPath`), or a unit's facts taken whole
+# (`string(container)`, `container[k]`): all that twin templates' units differ in (kubegap.facts.twins).
+_PLACE = re.compile(
+    r"(?<!\w)(?:role|\w*[pP]ath\w*)\b|(?<![.\w])(?:template|container|node|pool|claim)\b(?!\s*\.)"
+)
+
+
+def reads_place(policy: Policy) -> bool:
+    """Whether a verdict of the policy (its appliesTo, variables, validations and their appliesTo, not its
+    messages and field paths) may read where a unit is rather than what it holds: only a policy that
+    does not has its verdict on a twin template's units taken from the first twin's."""
+    verdicts = (
+        t
+        for w, t, _, _ in _expressions(policy)
+        if not w.endswith((" messageExpression", " fieldPathExpression"))
+    )
+    return any(_PLACE.search(_STRING_LITERAL.sub("", text)) for text in verdicts)
+
+
 def check(policy: Policy) -> None:
     """Refuse a policy whose expressions read a fact, parameter or variable that is not there."""
     params = [p.name for p in policy.params]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubegap import raw
@@ -19,9 +19,10 @@ from kubegap.facts import (
     readings,
     template,
     torchrun,
+    twins,
 )
 from kubegap.facts.knobs import Catalogue
-from kubegap.facts.model import ObjectFacts, Scratch, Unit
+from kubegap.facts.model import InvalidDeclaration, ObjectFacts, Scratch, Unit
 from kubegap.fieldpath import FieldPath, render
 from kubegap.workloads import PodTemplate, Workload
 
@@ -60,8 +61,15 @@ def gather(
     counts = {id(c): container.resource_counts(c.spec) for c in every}  # resources, read once
     launch = mpi.launch(workload, parsed, catalogue, scratch.namespace, configmaps)
     pods = _Pods()
-    for each in workload.templates:
-        _read_template(scratch, pods, each, parsed, counts, launch)
+    read: list[_Read] = []
+    firsts: dict[int, twins.Original] = {}
+    for each, first in zip(workload.templates, twins.originals(workload.templates), strict=True):
+        if first is None:
+            read.append(_read_template(scratch, pods, each, parsed, counts, launch))
+            continue
+        if first not in firsts:
+            firsts[first] = twins.Original(read[first].pod, [read[first].template, *read[first].containers])
+        read.append(_read_twin(scratch, pods, each, read[first], firsts[first]))
     facts = _workload_facts(obj, workload, metadata, pods.totals, pods.purposes)
     facts["checkpoint"] = checkpoint.gather(scratch, pods.readings, pods.trainers)
     facts["recovery"] = persistence.gather(workload.templates, pods.trainers)
@@ -84,6 +92,20 @@ def gather(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """What reading one template added, so that its twins add the same at their own paths."""
+
+    pod: PodTemplate
+    template: dict[str, Any]
+    containers: list[dict[str, Any]]
+    readings: list[readings.Reading]
+    purposes: list[str | None]
+    trainers: list[int]  # indexes into containers
+    invalid: list[InvalidDeclaration]  # declarations on the template found unreadable
+    units: list[Unit] = field(default_factory=list)  # the template's unit, then its containers'
+
+
 def _read_template(
     scratch: Scratch,
     pods: _Pods,
@@ -91,33 +113,66 @@ def _read_template(
     parsed: Mapping[int, argv.CommandLine],
     counts: Mapping[int, Mapping[str, int]],
     launch: mpi.Launch | None,
-) -> None:
+) -> _Read:
     """One pod template's facts and units; accelerator containers run the training, so their readings
     count towards the workload's checkpoint, and they or an MPI launcher tell its purpose."""
     gpus = sum(n for c in pod.containers for r, n in counts[id(c)].items() if scratch.catalogue.is_gpu(r))
     reach = launch if gpus > 0 else None  # an MPI launcher reaches the GPU pods only
+    invalid_before = set(scratch.invalid)
     own: list[dict[str, Any]] = []
     found_here: list[readings.Reading] = []
-    for each in pod.containers:
+    purposes: list[str | None] = []
+    trainers: list[int] = []
+    for index, each in enumerate(pod.containers):
         cmd = parsed[id(each)]
         facts, found = container.gather(scratch, pod, each, cmd, counts[id(each)], reach)
         own.append(facts)
         if facts["accelerators"] > 0 or cmd.launches_mpi:
-            pods.purposes.append(purpose.of_container(cmd, "framework" in facts))
+            purposes.append(purpose.of_container(cmd, "framework" in facts))
         if facts["accelerators"] > 0:
             found_here += found
-            pods.trainers.append(facts)
+            trainers.append(index)
     tfacts = template.gather(pod, own, counts)
-    pods.readings.append((pod, found_here))
+    invalid = [
+        v for k, v in scratch.invalid.items() if k not in invalid_before and k[: len(pod.path)] == pod.path
+    ]
+    done = _Read(pod, tfacts, own, found_here, purposes, trainers, invalid)
+    _add(scratch, pods, done, None)
+    return done
+
+
+def _read_twin(
+    scratch: Scratch, pods: _Pods, pod: PodTemplate, read: _Read, original: twins.Original
+) -> _Read:
+    """A twin's facts: its original's, moved to its own path (kubegap.facts.twins)."""
+    moved, *own = original.facts(pod)
+    tfacts = {**moved, "role": pod.role}
+    found = [replace(r, path=original.moved(r.path, pod)) for r in read.readings]
+    invalid = [replace(v, path=original.moved(v.path, pod)) for v in read.invalid]
+    done = _Read(pod, tfacts, own, found, read.purposes, read.trainers, invalid)
+    scratch.invalid.update((v.path, v) for v in invalid)
+    scratch.unresolved.extend(u for c in own for u in c["unresolved"])
+    _add(scratch, pods, done, read)
+    return done
+
+
+def _add(scratch: Scratch, pods: _Pods, read: _Read, original: _Read | None) -> None:
+    pod, tfacts = read.pod, read.template
+    pods.purposes += read.purposes
+    pods.trainers += [read.containers[i] for i in read.trainers]
+    pods.readings.append((pod, read.readings))
     pods.totals["totalGpus"] += pod.replicas * tfacts["gpusPerPod"]
     pods.totals["gpuPods"] += pod.replicas if tfacts["gpusPerPod"] else 0
     pods.totals["totalAccelerators"] += pod.replicas * tfacts["acceleratorsPerPod"]
     annotations = _annotations(pod, scratch.metadata)
-    pods.templates.append(Unit("template", {"template": tfacts}, pod.role, None, pod.path, annotations))
-    pods.containers += [
-        Unit("container", {"template": tfacts, "container": c}, pod.role, c["name"], each.path, annotations)
-        for c, each in zip(own, pod.containers, strict=True)
-    ]
+    firsts: list[Unit | None] = list(original.units) if original else [None] * (1 + len(pod.containers))
+    units = [Unit("template", {"template": tfacts}, pod.role, None, pod.path, annotations, firsts[0])]
+    for c, each, first in zip(read.containers, pod.containers, firsts[1:], strict=True):
+        bindings = {"template": tfacts, "container": c}
+        units.append(Unit("container", bindings, pod.role, c["name"], each.path, annotations, first))
+    read.units.extend(units)
+    pods.templates.append(read.units[0])
+    pods.containers += read.units[1:]
 
 
 def _purpose(

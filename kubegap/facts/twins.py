@@ -1,0 +1,96 @@
+"""Identical pod templates of one object, read once.
+
+A JobSet's replicated jobs, a Volcano job's tasks and a PyTorchJob's replica types are often the same
+pod template under other names: a 64-job JobSet is one template 64 times. A template's facts depend only
+on its content and on the object around it, except for its own field path and role, so a twin's facts are
+its first twin's facts with the path prefix and the role replaced, which costs a copy instead of a read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kubegap.fieldpath import FieldPath, render
+from kubegap.workloads import PodTemplate
+
+# A pod template is compared with at most this many earlier distinct ones: an object of many different
+# templates must not cost a comparison of every pair.
+MAX_DISTINCT = 8
+
+
+def _same(a: PodTemplate, b: PodTemplate) -> bool:
+    """Everything a template's facts are read from, but its path and role."""
+    return (
+        a.replicas == b.replicas
+        and a.pod_level == b.pod_level
+        and a.spec == b.spec
+        and a.metadata == b.metadata
+        and [(c.spec, c.path[len(a.path) :]) for c in a.containers]
+        == [(c.spec, c.path[len(b.path) :]) for c in b.containers]
+    )
+
+
+def originals(templates: Sequence[PodTemplate]) -> list[int | None]:
+    """For each template, the index of the first earlier template it is a twin of; None for the first of
+    its kind. A template without a path (a bare Pod) has no twins."""
+    out: list[int | None] = []
+    distinct: list[int] = []
+    for index, template in enumerate(templates):
+        first = next((d for d in distinct if _same(templates[d], template)), None) if template.path else None
+        out.append(first)
+        if first is None and len(distinct) < MAX_DISTINCT:
+            distinct.append(index)
+    return out
+
+
+class Original:
+    """The first of some twin templates, with its facts: moves them to each twin's path."""
+
+    def __init__(self, template: PodTemplate, facts: Any) -> None:
+        self.path, self._facts = template.path, facts
+        self._text = render(template.path)
+        # the rendered path, not followed by more of a name (`template` is not `templates`)
+        self._pattern = re.compile(re.escape(self._text) + r"(?![\w$-])")
+        self._plan = _plan(facts, self._text)  # where in the facts a string names the path: walked once
+
+    def moved(self, path: FieldPath, twin: PodTemplate) -> FieldPath:
+        """`path` moved to the twin where it lies under this template; as is elsewhere (an MPI launcher's
+        reading seen by a worker lies under the launcher)."""
+        if path[: len(self.path)] == self.path:
+            return (*twin.path, *path[len(self.path) :])
+        return path
+
+    def facts(self, twin: PodTemplate) -> Any:
+        """The twin's facts: a copy of this template's with every rendered path moved to the twin's, sharing
+        every part that names no path (facts are never changed once gathered)."""
+        new = render(twin.path).replace("\\", "\\\\")
+        return _apply(self._facts, self._plan, lambda text: self._pattern.sub(new, text))
+
+
+_Plan = Any  # True: a string to rewrite; {key or index: _Plan}: the parts of a dict or list to copy
+
+
+def _plan(value: Any, text: str) -> _Plan | None:
+    if isinstance(value, str):
+        return True if text in value else None
+    if isinstance(value, dict):
+        items: Any = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    plan = {k: p for k, v in items if (p := _plan(v, text)) is not None}
+    return plan or None
+
+
+def _apply(value: Any, plan: _Plan | None, rewrite: Callable[[str], str]) -> Any:
+    if plan is None:
+        return value
+    if plan is True:
+        return rewrite(value)
+    out = dict(value) if isinstance(value, dict) else list(value)
+    for key, part in plan.items():
+        out[key] = _apply(value[key], part, rewrite)
+    return out

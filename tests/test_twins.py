@@ -1,0 +1,220 @@
+"""Identical pod templates read once (kubegap.facts.twins) give exactly the facts and results of reading
+each one: on every bundled example and test workload, and on variants of them whose templates are made
+twins of one another."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Sequence
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubegap import kinds, testing
+from kubegap.config import Settings
+from kubegap.evaluate import Engine, build_engine
+from kubegap.facts import twins
+from kubegap.fieldpath import FieldPath
+from kubegap.findings import Result
+from kubegap.workloads import PodTemplate
+from tests.test_evaluate import engine_for, policy_text
+
+_DATA = Path(__file__).parent / "data"
+
+
+def _documents() -> list[dict[str, Any]]:
+    paths = [e.path for e in testing.discover(Path(str(files("kubegap.policies"))))]
+    paths += sorted((_DATA / "workloads").glob("*.yaml"))
+    out = []
+    for path in paths:
+        out += [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+    return out
+
+
+def _at(obj: Any, path: FieldPath) -> Any:
+    for part in path:
+        obj = obj[part]
+    return obj
+
+
+def _twinned(obj: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Variants of `obj` with twin templates: a listed replica (a JobSet's job, a Volcano task) appended
+    again under another name, and each keyed replica type (Master, Worker) made a copy of another."""
+    workload = kinds.workload_of(obj)
+    if workload is None:
+        return
+    for template in workload.templates:
+        path = template.path
+        listed = next((i for i, part in enumerate(path) if isinstance(part, int)), None)
+        if listed is not None:
+            twin = copy.deepcopy(obj)
+            entries = _at(twin, path[:listed])
+            entry = copy.deepcopy(entries[path[listed]])
+            if isinstance(entry, dict) and "name" in entry:
+                entry["name"] = f"{entry['name']}-twin"
+            entries += [entry, copy.deepcopy(entry)]
+            yield twin
+        elif len(path) >= 3:
+            twin = copy.deepcopy(obj)
+            parent = _at(twin, path[:-2]) if path[-1] == "template" else None
+            if isinstance(parent, dict) and len(parent) > 1:
+                for key in parent:
+                    parent[key] = copy.deepcopy(_at(twin, path[:-1]))
+                yield twin
+
+
+def _separately(templates: Sequence[PodTemplate]) -> list[int | None]:
+    return [None] * len(templates)
+
+
+CASES = [(d, v) for d in _documents() for v in (d, *_twinned(d))]
+
+
+@pytest.fixture(scope="module")
+def engine() -> Engine:
+    return build_engine(Settings())
+
+
+def test_the_cases_have_twins() -> None:
+    with_twins = [
+        v
+        for _, v in CASES
+        if (w := kinds.workload_of(v)) and any(o is not None for o in twins.originals(w.templates))
+    ]
+    assert len(with_twins) > 50
+
+
+@pytest.mark.parametrize("index", range(len(CASES)))
+def test_twins_read_once_give_the_facts_and_results_of_reading_each(
+    engine: Engine, index: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, obj = CASES[index]
+    once_facts = kinds.gather(obj, engine.catalogue, {})
+    once = engine.evaluate(obj)
+    monkeypatch.setattr(twins, "originals", _separately)
+    assert kinds.gather(obj, engine.catalogue, {}) == once_facts
+    each = engine.evaluate(obj)
+    assert once.results == each.results
+    assert once.cost == each.cost
+
+
+def test_a_twin_differs_only_in_its_path_and_role(engine: Engine) -> None:
+    obj = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "j"},
+        "spec": {"replicatedJobs": []},
+    }
+    job = {"template": {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}}}
+    obj["spec"]["replicatedJobs"] = [{"name": n, "replicas": 1, **copy.deepcopy(job)} for n in ("a", "b")]
+    workload = kinds.workload_of(obj)
+    assert workload is not None
+    assert twins.originals(workload.templates) == [None, 0]
+    gathered = kinds.gather(obj, engine.catalogue, {})
+    assert gathered is not None
+    first, second = gathered.units["template"]
+    assert (first.role, second.role) == ("a", "b")
+    assert second.bindings["template"]["path"] == "spec.replicatedJobs[1].template.spec.template"
+    assert {**second.bindings["template"], "role": "a", "path": first.bindings["template"]["path"]} == (
+        first.bindings["template"]
+    )
+
+
+def test_a_path_under_another_template_or_a_longer_name_is_not_moved() -> None:
+    def pod(path: FieldPath) -> PodTemplate:
+        return PodTemplate("r", path, 1, {}, {}, ())
+
+    facts = {"a": ["spec.tasks[1].template.spec", "spec.tasks[1].templates", "x"], "n": 3, "b": {"c": "y"}}
+    original = twins.Original(pod(("spec", "tasks", 1, "template")), facts)
+    twin = pod(("spec", "tasks", 2, "template"))
+    assert original.moved(("spec", "tasks", 0, "template", "spec"), twin) == (
+        "spec",
+        "tasks",
+        0,
+        "template",
+        "spec",
+    )
+    assert original.moved(("spec", "tasks", 1, "template", "spec"), twin) == (
+        "spec",
+        "tasks",
+        2,
+        "template",
+        "spec",
+    )
+    moved = original.facts(twin)
+    assert moved == {
+        "a": ["spec.tasks[2].template.spec", "spec.tasks[1].templates", "x"],
+        "n": 3,
+        "b": {"c": "y"},
+    }
+    assert moved["b"] is facts["b"]  # what names no path is shared, not copied
+    assert facts["a"][0] == "spec.tasks[1].template.spec"  # the original's facts are left as they were
+
+
+def test_distinct_templates_are_compared_with_a_bounded_number_of_others() -> None:
+    def pod(index: int) -> PodTemplate:
+        return PodTemplate("r", ("spec", "tasks", index, "template"), 1, {}, {"n": index % 20}, ())
+
+    found = twins.originals([pod(i) for i in range(40)])
+    assert found[:20] == [None] * 20
+    assert found[20:28] == list(range(8))  # twins of the first eight distinct templates are found
+    assert found[28:40] == [None] * 12  # later ones are read again, as any other template
+
+
+def _jobset(names: Sequence[str]) -> dict[str, Any]:
+    pod = {
+        "spec": {"containers": [{"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": 8}}}]}
+    }
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "j"},
+        "spec": {
+            "replicatedJobs": [
+                {"name": n, "replicas": 1, "template": {"spec": {"template": copy.deepcopy(pod)}}}
+                for n in names
+            ]
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("scope", "expression"),
+    [
+        ("template", "template.role != 'b'"),
+        ("container", "!container.path.startsWith('spec.replicatedJobs[1]')"),
+        ("template", "!template.exists(k, k == 'pa' + 'th' && template[k].contains('[1]'))"),
+    ],
+)
+def test_a_verdict_that_reads_a_units_place_is_judged_on_each_twin(
+    tmp_path: Path, scope: str, expression: str
+) -> None:
+    policy = policy_text("placed", scope, f"- name: here\n  expression: {expression!r}\n  message: m\n")
+    engine = engine_for(tmp_path, "cel-expr", policy)
+    verdicts = [(f.role, f.result) for f in engine.evaluate(_jobset(["a", "b", "c"])).results]
+    assert verdicts == [("a", Result.PASS), ("b", Result.FAIL), ("c", Result.PASS)]
+
+
+def test_a_verdict_that_reads_no_place_is_taken_from_the_first_twin_and_a_failure_keeps_its_own_message(
+    tmp_path: Path,
+) -> None:
+    validation = """\
+        - name: here
+          expression: template.gpusPerPod < 8
+          messageExpression: "'role ' + template.role + ' at ' + template.path"
+        """
+    engine = engine_for(tmp_path, "cel-expr", policy_text("placeless", "template", validation))
+    assert all(g.twins for g in engine.group_of.values())
+    found = [(f.role, f.result, f.message) for f in engine.evaluate(_jobset(["a", "b"])).results]
+    assert found == [
+        ("a", Result.FAIL, "role a at spec.replicatedJobs[0].template.spec.template"),
+        ("b", Result.FAIL, "role b at spec.replicatedJobs[1].template.spec.template"),
+    ]
+
+
+def test_no_bundled_verdict_reads_a_units_place(engine: Engine) -> None:
+    """Every bundled policy's verdicts on a twin template are taken from the first twin's."""
+    assert all(group.twins for group in engine.group_of.values())
