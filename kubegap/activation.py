@@ -15,10 +15,10 @@ from typing import Any
 
 from kubegap import batch, celcost, exemptions
 from kubegap.cel import Backend, CelError
-from kubegap.compiled import CompiledPolicy, Guarded
+from kubegap.compiled import CompiledPolicy, CompiledValidation, Guarded
 from kubegap.facts import ObjectFacts, Unit
 from kubegap.fieldpath import render
-from kubegap.findings import ObjectRef, Where
+from kubegap.findings import Finding, ObjectRef, Where, passed
 from kubegap.globbed import Globber
 from kubegap.policy import EXEMPTION_PREFIX, Policy
 
@@ -198,6 +198,7 @@ class UnitState:
         self._outcomes: Mapping[str, tuple[Any, ...]] | None = None
         self._batched = False
         self._exemptions: tuple[list[exemptions.Exemption], dict[str, tuple[str, str]]] | None = None
+        self._passes: dict[bool, Where] = {}  # where a pass is, by whether unseen values are listed
 
     def _share(self) -> None:
         if self._bindings is None:
@@ -280,6 +281,22 @@ class UnitState:
             self._bindings = {**self.bindings, "variables": self.run.backend.convert(values)}
             self._items = None
             self._own = self.run.backend.activation(self._bindings)
+
+    def unexempted(self) -> bool:
+        """Whether no exemption on the unit names the policy (valid or not): most units, most policies."""
+        if self._exemptions is None:
+            self._exemptions = self._read_exemptions()
+        return not (self._exemptions[0] or self._exemptions[1])
+
+    def passed(self, validation: CompiledValidation) -> Finding:
+        """The validation's pass on this unit, at the unit's own path."""
+        where = self._passes.get(validation.reads_values)
+        if where is None:
+            default = render(self.unit.path) if self.unit.path is not None else None
+            where = self._passes[validation.reads_values] = self.run.where(
+                self.unit, default or None, validation.reads_values
+            )
+        return passed(validation.check, self.run.ref, **where)
 
     def exemption(self, rule: str) -> tuple[str | None, dict[str, tuple[str, str]]]:
         """(the nearest reason that covers `rule`, {path: (problem, fix)} of exemptions that exempt

@@ -85,8 +85,8 @@ def evaluate(run: Run, group: Group, scope: str) -> Outcomes | None:
     names = set(SCOPE_BINDINGS.get(scope, ()))
     if found is None or not units or any(set(u.bindings) != names for u in units):
         return None
-    # A twin template's units are judged as their first twin's (kubegap.facts.twins), where no verdict of
-    # the group reads a unit's place; a failure's message and path are still the twin's own.
+    # A twin template's units are judged as their first twin's (kubegap.facts.twins) where no verdict of
+    # the group reads a unit's place; so is a failure's message and path, unless they read it.
     judged = [u for u in units if u.original is None] if group.twins else units
     bindings: dict[str, Any] = {"facts": run.facts.facts, "params": group.params, "paramsText": group.text}
     if group.reads_object:
@@ -112,7 +112,8 @@ def evaluate(run: Run, group: Group, scope: str) -> Outcomes | None:
             if unit.original is not None:
                 for policy in found.policies:
                     first = out[(id(policy), id(unit.original))]
-                    out[(id(policy), id(unit))] = {n: r[:1] for n, r in first.items()}
+                    placed = policy.batches[scope].texts_placed
+                    out[(id(policy), id(unit))] = {n: r[:1] if n in placed else r for n, r in first.items()}
     return out
 
 

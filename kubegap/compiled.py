@@ -11,6 +11,7 @@ from kubegap import celcost
 from kubegap.cel import Backend, CelError, Program
 from kubegap.config import Settings
 from kubegap.errors import PolicyError, UsageError
+from kubegap.facts import reads
 from kubegap.findings import Check, Severity
 from kubegap.policy import Policy, Validation, Variable, cel_value, convert_param, fill, param_text
 
@@ -25,6 +26,9 @@ class CompiledValidation:
     check: Check  # what each of its results reports (policy, rule, severity, fix), built once
     # whether a value kubegap cannot see could change its verdict: only then are unseen sources listed
     reads_values: bool = True
+    # whether its message or field path may read a unit's role or a path (kubegap.facts.reads.names_place):
+    # only then does a twin template's failure compose its own rather than take its first twin's
+    text_placed: bool = True
 
     @property
     def severity(self) -> Severity:
@@ -63,6 +67,7 @@ class Batch:
     source: str
     validations: tuple[CompiledValidation, ...]
     costs: tuple[celcost.Cost, ...]  # of its parts that iterate, each checked against the budget alone
+    texts_placed: frozenset[str] = frozenset()  # validations whose message or path reads a unit's place
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +154,7 @@ def _validation(
         ),
         check=Check(policy.id, v.name, v.severity, fill(v.remediation or policy.remediation, policy, params)),
         reads_values=_reads_values(policy, v),
+        text_placed=reads.names_place(v.message_expression) or reads.names_place(v.field_path_expression),
     )
 
 
@@ -204,7 +210,8 @@ def _batches(backend: Backend, policy: Policy, validations: Sequence[CompiledVal
             except CelError:  # each validation still runs alone, as it compiled alone
                 continue
             costs = tuple(c for c in map(celcost.estimate, sources) if c.degree > 0)
-            out[scope] = Batch(source, members, costs)
+            placed = frozenset(v.validation.name for v in members if v.text_placed)
+            out[scope] = Batch(source, members, costs, placed)
     return out
 
 

@@ -39,7 +39,6 @@ from kubegap.findings import (
     WorkloadCost,
     error,
     fail,
-    passed,
     skip,
 )
 from kubegap.impact import ImpactSettings
@@ -194,47 +193,67 @@ def _evaluate_policy(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
     applied = False
     void_exemptions: dict[str, tuple[str, str]] = {}  # path -> (why it exempts nothing, fix)
     for validation in policy.validations:
-        name = validation.validation.name
         for unit in run.facts.units.get(validation.validation.scope, ()):
-            state = states.get(id(unit))
-            if state is None:
-                state = states[id(unit)] = UnitState(run, policy, unit)
+            state = states.get(id(unit)) or states.setdefault(id(unit), UnitState(run, policy, unit))
             outcomes = state.outcomes()
-            try:
-                if not (state.policy_applies() if outcomes is None else outcomes):
-                    continue
-                applied = True
-                # A void exemption (blank, expired) is reported wherever the policy applies, even where no
-                # validation does (a cordoned node): it exempts nothing and would mislead the next reader.
-                reason, void = state.exemption(name)
-                void_exemptions.update(void)
-                outcome = outcomes[name] if outcomes is not None else None
-                if outcome == () or (outcome is None and not state.applies(validation.applies_to)):
-                    continue
-            except CelError as err:
-                yield _error(run, policy, validation, unit, f"appliesTo failed: {err}")
+            if outcomes is not None and state.unexempted():  # the common case, kept short
+                if outcomes:  # else the policy does not apply to the unit
+                    applied = True
+                    outcome = outcomes[validation.validation.name]
+                    if outcome:  # else the validation does not
+                        yield (
+                            state.passed(validation)
+                            if outcome[0] is True
+                            else _judge(run, validation, state, outcome)
+                        )
                 continue
-            if reason:
-                yield skip(validation.check, run.ref, reason, **run.where(unit, _default_path(unit)))
-                continue
-            yield _judge(run, policy, validation, state, outcome)
+            applies, found = _judge_alone(run, validation, state, outcomes, void_exemptions)
+            applied = applied or applies
+            if found is not None:
+                yield found
     if applied:
         yield from _engine_rules(run, policy, void_exemptions)
+
+
+def _judge_alone(
+    run: Run,
+    validation: CompiledValidation,
+    state: UnitState,
+    outcomes: Mapping[str, tuple[Any, ...]] | None,
+    void_exemptions: dict[str, tuple[str, str]],
+) -> tuple[bool, Finding | None]:
+    """(whether the policy applies to the unit, the result) where exemptions name the policy or the scope's
+    program could not answer."""
+    name, unit = validation.validation.name, state.unit
+    applies = False
+    try:
+        if not (state.policy_applies() if outcomes is None else outcomes):
+            return False, None
+        applies = True
+        # A void exemption (blank, expired) is reported wherever the policy applies, even where no
+        # validation does (a cordoned node): it exempts nothing and would mislead the next reader.
+        reason, void = state.exemption(name)
+        void_exemptions.update(void)
+        outcome = outcomes[name] if outcomes is not None else None
+        if outcome == () or (outcome is None and not state.applies(validation.applies_to)):
+            return True, None
+    except CelError as err:
+        return applies, _error(run, validation, unit, f"appliesTo failed: {err}")
+    if reason:
+        return True, skip(validation.check, run.ref, reason, **run.where(unit, _default_path(unit)))
+    return True, _judge(run, validation, state, outcome)
 
 
 def _default_path(unit: Unit) -> str | None:
     return render(unit.path) if unit.path is not None else None
 
 
-def _error(
-    run: Run, policy: CompiledPolicy, validation: CompiledValidation, unit: Unit, message: str
-) -> Finding:
+def _error(run: Run, validation: CompiledValidation, unit: Unit, message: str) -> Finding:
     return error(validation.check, run.ref, message, **run.where(unit, _default_path(unit)))
 
 
 def _judge(
     run: Run,
-    policy: CompiledPolicy,
     validation: CompiledValidation,
     state: UnitState,
     outcome: tuple[Any, ...] | None,  # from the scope's one program (kubegap.batch); None: evaluate alone
@@ -243,12 +262,12 @@ def _judge(
     try:
         verdict = outcome[0] if outcome else state.check(validation.expression)
     except CelError as err:
-        return _error(run, policy, validation, unit, f"evaluation failed: {err}")
+        return _error(run, validation, unit, f"evaluation failed: {err}")
     if not isinstance(verdict, bool):
-        return _error(run, policy, validation, unit, f"expression gave {type(verdict).__name__}, not a bool")
+        return _error(run, validation, unit, f"expression gave {type(verdict).__name__}, not a bool")
     check, default_path = validation.check, _default_path(unit)
     if verdict:
-        return passed(check, run.ref, **run.where(unit, default_path or None, validation.reads_values))
+        return state.passed(validation)
     fallback = validation.validation.message or f"{validation.validation.name} failed"
     if outcome is not None and len(outcome) == 3:  # evaluated with the verdict: the same rules as _text
         message = outcome[1] if isinstance(outcome[1], str) else fallback

@@ -282,7 +282,12 @@ def reads_place(policy: Policy) -> bool:
         for w, t, _, _ in _expressions(policy)
         if not w.endswith((" messageExpression", " fieldPathExpression"))
     )
-    return any(_PLACE.search(_STRING_LITERAL.sub("", text)) for text in verdicts)
+    return any(names_place(text) for text in verdicts)
+
+
+def names_place(expression: str | None) -> bool:
+    """Whether the expression may read a unit's role or a field path (`_PLACE`), outside string literals."""
+    return bool(expression) and _PLACE.search(_STRING_LITERAL.sub("", expression or "")) is not None
 
 
 def check(policy: Policy) -> None:

@@ -22,7 +22,7 @@ from kubegap.facts import (
     twins,
 )
 from kubegap.facts.knobs import Catalogue
-from kubegap.facts.model import InvalidDeclaration, ObjectFacts, Scratch, Unit
+from kubegap.facts.model import InvalidDeclaration, ObjectFacts, Scratch, Unit, UnreadableCount
 from kubegap.fieldpath import FieldPath, render
 from kubegap.workloads import PodTemplate, Workload
 
@@ -37,6 +37,7 @@ class _Pods:
     containers: list[Unit] = field(default_factory=list)
     readings: list[tuple[PodTemplate, list[readings.Reading]]] = field(default_factory=list)
     trainers: list[dict[str, Any]] = field(default_factory=list)  # facts of accelerator containers
+    unsized: list[UnreadableCount] = field(default_factory=list)  # accelerator counts that cannot be read
     purposes: list[str | None] = field(default_factory=list)
     totals: dict[str, int] = field(
         default_factory=lambda: {"totalGpus": 0, "gpuPods": 0, "totalAccelerators": 0}
@@ -56,14 +57,13 @@ def gather(
 ) -> ObjectFacts:
     metadata = raw.mapping(obj.get("metadata"))
     scratch = Scratch(catalogue, str(metadata.get("namespace") or "default"), configmaps, metadata)
-    every = [c for t in workload.templates for c in t.containers]
-    parsed = {id(c): argv.tokenize(c.spec) for c in every}  # each container's command line and
-    counts = {id(c): container.resource_counts(c.spec) for c in every}  # resources, read once
+    originals = twins.originals(workload.templates)
+    parsed, counts = _commands(workload.templates, originals)
     launch = mpi.launch(workload, parsed, catalogue, scratch.namespace, configmaps)
     pods = _Pods()
     read: list[_Read] = []
     firsts: dict[int, twins.Original] = {}
-    for each, first in zip(workload.templates, twins.originals(workload.templates), strict=True):
+    for each, first in zip(workload.templates, originals, strict=True):
         if first is None:
             read.append(_read_template(scratch, pods, each, parsed, counts, launch))
             continue
@@ -88,8 +88,28 @@ def gather(
         },
         tuple(scratch.invalid.values()),
         tuple(dict.fromkeys(scratch.unresolved)),
-        tuple(u for c in every for u in container.unreadable_counts(catalogue, c)),
+        tuple(pods.unsized),
     )
+
+
+def _commands(
+    templates: tuple[PodTemplate, ...], originals: list[int | None]
+) -> tuple[dict[int, argv.CommandLine], dict[int, Mapping[str, int]]]:
+    """Each container's command line and resource counts (keyed by `id`), read once: a twin template's
+    containers share their original's."""
+    parsed: dict[int, argv.CommandLine] = {}
+    counts: dict[int, Mapping[str, int]] = {}
+    for each, first in zip(templates, originals, strict=True):
+        sources = each.containers if first is None else templates[first].containers
+        for own, source in zip(each.containers, sources, strict=True):
+            if first is None:
+                parsed[id(own)], counts[id(own)] = (
+                    argv.tokenize(own.spec),
+                    container.resource_counts(own.spec),
+                )
+            else:
+                parsed[id(own)], counts[id(own)] = parsed[id(source)], counts[id(source)]
+    return parsed, counts
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +123,7 @@ class _Read:
     purposes: list[str | None]
     trainers: list[int]  # indexes into containers
     invalid: list[InvalidDeclaration]  # declarations on the template found unreadable
+    unsized: list[UnreadableCount]
     units: list[Unit] = field(default_factory=list)  # the template's unit, then its containers'
 
 
@@ -136,7 +157,8 @@ def _read_template(
     invalid = [
         v for k, v in scratch.invalid.items() if k not in invalid_before and k[: len(pod.path)] == pod.path
     ]
-    done = _Read(pod, tfacts, own, found_here, purposes, trainers, invalid)
+    unsized = [u for c in pod.containers for u in container.unreadable_counts(scratch.catalogue, c)]
+    done = _Read(pod, tfacts, own, found_here, purposes, trainers, invalid, unsized)
     _add(scratch, pods, done, None)
     return done
 
@@ -149,7 +171,8 @@ def _read_twin(
     tfacts = {**moved, "role": pod.role}
     found = [replace(r, path=original.moved(r.path, pod)) for r in read.readings]
     invalid = [replace(v, path=original.moved(v.path, pod)) for v in read.invalid]
-    done = _Read(pod, tfacts, own, found, read.purposes, read.trainers, invalid)
+    unsized = [replace(u, path=original.moved(u.path, pod)) for u in read.unsized]
+    done = _Read(pod, tfacts, own, found, read.purposes, read.trainers, invalid, unsized)
     scratch.invalid.update((v.path, v) for v in invalid)
     scratch.unresolved.extend(u for c in own for u in c["unresolved"])
     _add(scratch, pods, done, read)
@@ -161,6 +184,7 @@ def _add(scratch: Scratch, pods: _Pods, read: _Read, original: _Read | None) -> 
     pods.purposes += read.purposes
     pods.trainers += [read.containers[i] for i in read.trainers]
     pods.readings.append((pod, read.readings))
+    pods.unsized += read.unsized
     pods.totals["totalGpus"] += pod.replicas * tfacts["gpusPerPod"]
     pods.totals["gpuPods"] += pod.replicas if tfacts["gpusPerPod"] else 0
     pods.totals["totalAccelerators"] += pod.replicas * tfacts["acceleratorsPerPod"]
