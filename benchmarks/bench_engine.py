@@ -17,7 +17,6 @@ Target: typical ≤ 0.3 ms, median and p99.
 from __future__ import annotations
 
 import argparse
-import copy
 import cProfile
 import json
 import statistics
@@ -28,37 +27,13 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from webhook_payloads import jobset, pytorchjob
+from webhook_payloads import copies, jobset, pytorchjob
 
 from kubegap.config import Settings
 from kubegap.evaluate import Engine, build_engine
 
 TARGET_MS = 0.3
 CPU = True  # --wall: time with the wall clock instead
-
-
-def _containers(value: Any) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-    if isinstance(value, dict):
-        if isinstance(value.get("containers"), list):
-            found.extend(value["containers"])
-        for item in value.values():
-            found.extend(_containers(item))
-    elif isinstance(value, list):
-        for item in value:
-            found.extend(_containers(item))
-    return found
-
-
-def copies(obj: dict[str, Any], count: int) -> list[dict[str, Any]]:
-    """`count` copies that differ in every container's argv, as separate jobs of one team do."""
-    out = []
-    for index in range(count):
-        clone = copy.deepcopy(obj)
-        for container in _containers(clone):
-            container["args"] = [*container.get("args", []), "--save_steps", str(200 + index)]
-        out.append(clone)
-    return out
 
 
 def timed(engine: Engine, objects: list[dict[str, Any]]) -> list[float]:

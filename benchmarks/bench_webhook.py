@@ -43,11 +43,12 @@ from pathlib import Path
 from typing import Any
 
 import trustme
-from webhook_payloads import payloads
+from webhook_payloads import payloads, variants
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "out"
 sys.path.insert(0, str(ROOT))
+from kubegap.memo import CAPACITY  # noqa: E402
 from tests.webhook.stallers import Stallers  # noqa: E402  (the same stalling clients as the tests)
 
 # --- the server -----------------------------------------------------------------------------------------
@@ -129,8 +130,10 @@ def _cpu_seconds(pid: int) -> float:
 class OpenLoop:
     """`rate` requests per second for `duration` seconds over `connections` kept-alive TLS connections."""
 
-    def __init__(self, server: Server, body: bytes, rate: float, duration: float, connections: int) -> None:
-        self.server, self.body, self.rate, self.duration = server, body, rate, duration
+    def __init__(
+        self, server: Server, bodies: list[bytes], rate: float, duration: float, connections: int
+    ) -> None:
+        self.server, self.bodies, self.rate, self.duration = server, bodies, rate, duration
         self.total = int(rate * duration)
         self.latencies: list[float] = []  # from scheduled send time to response read
         self.errors: list[str] = []
@@ -177,7 +180,8 @@ class OpenLoop:
                     self.errors.append("not sent: the server stalled past the step")
                 continue
             try:
-                connection.request("POST", "/validate?timeout=10s", body=self.body, headers=headers)
+                body = self.bodies[slot % len(self.bodies)]
+                connection.request("POST", "/validate?timeout=10s", body=body, headers=headers)
                 reply = connection.getresponse()
                 data = reply.read()
                 problem = (
@@ -197,21 +201,24 @@ class OpenLoop:
         connection.close()
 
 
-def closed_loop(server: Server, body: bytes, duration: float, connections: int) -> dict[str, Any]:
+def closed_loop(server: Server, bodies: list[bytes], duration: float, connections: int) -> dict[str, Any]:
     """As fast as `connections` kept-alive clients go: the maximum sustained rate."""
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
     stop_at = time.perf_counter() + duration
 
-    def client() -> None:
+    def client(offset: int) -> None:
         connection = http.client.HTTPSConnection(
             "127.0.0.1", server.port, context=server.context(), timeout=30
         )
         headers = {"Content-Type": "application/json"}
-        while time.perf_counter() < stop_at:
+        for sent in itertools.count(offset):
+            if time.perf_counter() >= stop_at:
+                break
             began = time.perf_counter()
             try:
+                body = bodies[sent % len(bodies)]
                 connection.request("POST", "/validate?timeout=10s", body=body, headers=headers)
                 reply = connection.getresponse()
                 reply.read()
@@ -225,7 +232,7 @@ def closed_loop(server: Server, body: bytes, duration: float, connections: int) 
                     errors.append(problem)
         connection.close()
 
-    threads = [threading.Thread(target=client, daemon=True) for _ in range(connections)]
+    threads = [threading.Thread(target=client, args=(i * 37,), daemon=True) for i in range(connections)]
     started = time.perf_counter()
     for thread in threads:
         thread.start()
@@ -262,7 +269,7 @@ def longest_gap(start: float, finished: list[float]) -> float:
     return max((b - a for a, b in itertools.pairwise(times)), default=0.0)
 
 
-def in_process(body: bytes, repeat: int = 300) -> dict[str, float]:
+def in_process(bodies: list[bytes], repeat: int = 300) -> dict[str, float]:
     """The review alone (decode + evaluate + answer), without HTTP or TLS, for comparison."""
     from kubegap.config import Settings
     from kubegap.webhook.app import build_reviewer
@@ -270,10 +277,11 @@ def in_process(body: bytes, repeat: int = 300) -> dict[str, float]:
     from kubegap.webhook.review import decode
 
     reviewer = build_reviewer(Settings(), Metrics())
-    for _ in range(min(30, repeat)):
+    for body in bodies[-min(30, repeat) :]:
         reviewer.review(decode(body))
     times = []
-    for _ in range(repeat):
+    for index in range(repeat):
+        body = bodies[index % len(bodies)]
         began = time.perf_counter()
         reviewer.review(decode(body))
         times.append(time.perf_counter() - began)
@@ -305,6 +313,12 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--stallers", type=int, default=0, help="idle and trickling connections held (each)")
     parser.add_argument("--payloads", default="", help="comma-separated payload names (default all)")
+    parser.add_argument(
+        "--same",
+        action="store_true",
+        help="send one object over and over (the pods of one Job), not distinct objects, which is what an "
+        "engine that remembers identical objects is best at",
+    )
     parser.add_argument("--no-max", action="store_true", help="skip the closed-loop maximum-rate step")
     parser.add_argument("--wrk", action="store_true", help="also a closed-loop run with Debian's wrk")
     parser.add_argument("--install-wrk", action="store_true", help="apt-get install -y wrk before running")
@@ -329,9 +343,12 @@ def _print_targets(name: str, step: dict[str, Any]) -> None:
 
 
 def _bench(server: Server, body: bytes, args: argparse.Namespace, workdir: Path, name: str) -> dict[str, Any]:
+    # Distinct objects by default, more of them than the webhook remembers (kubegap.memo), in a cycle.
+    bodies = [body] if args.same else variants(body, 2 * CAPACITY)
     run: dict[str, Any] = {
         "bytes": len(body),
-        "in_process": in_process(body, 300 if len(body) < 60_000 else 60),
+        "distinct_objects": len(bodies),
+        "in_process": in_process(bodies, 300 if len(body) < 60_000 else 60),
     }
     alone = run["in_process"]
     print(
@@ -339,11 +356,11 @@ def _bench(server: Server, body: bytes, args: argparse.Namespace, workdir: Path,
         f"{_ratio(alone['median_ms'], REVIEW_TARGET_MS.get(name))}",
         flush=True,
     )
-    OpenLoop(server, body, 50, 2, args.connections).run()  # warm-up: both workers, every connection
+    OpenLoop(server, bodies, 50, 2, args.connections).run()  # warm-up: both workers, every connection
     stallers = Stallers(server.port, server.context, args.stallers, args.stallers) if args.stallers else None
     try:
         for rate in (float(r) for r in args.rates.split(",") if r):
-            load = OpenLoop(server, body, rate, args.duration, args.connections)
+            load = OpenLoop(server, bodies, rate, args.duration, args.connections)
             run[f"open_{int(rate)}"] = _measured(server, load.run)
             _print(name, f"{int(rate)} req/s", run[f"open_{int(rate)}"])
             if int(rate) == 500:
@@ -353,7 +370,7 @@ def _bench(server: Server, body: bytes, args: argparse.Namespace, workdir: Path,
             run["stallers"] = {"held": args.stallers, "handshakes_unanswered": stallers.unanswered}
             stallers.stop()
     if not args.no_max:
-        run["max"] = _measured(server, partial(closed_loop, server, body, args.duration, args.connections))
+        run["max"] = _measured(server, partial(closed_loop, server, bodies, args.duration, args.connections))
         _print(name, "max", run["max"])
     if args.wrk and shutil.which("wrk"):
         run["wrk"] = with_wrk(server, body, workdir, args.duration, args.connections)

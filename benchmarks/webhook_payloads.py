@@ -136,3 +136,39 @@ def payloads() -> dict[str, bytes]:
         "pytorchjob-update-50k": review(big_obj, old),
         "jobset-64-jobs-create": review(jobset(64)),
     }
+
+
+def _containers(value: Any) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    if isinstance(value, dict):
+        if isinstance(value.get("containers"), list):
+            found.extend(value["containers"])
+        for item in value.values():
+            found.extend(_containers(item))
+    elif isinstance(value, list):
+        for item in value:
+            found.extend(_containers(item))
+    return found
+
+
+def copies(obj: dict[str, Any], count: int) -> list[dict[str, Any]]:
+    """`count` copies that differ in every container's argv, as separate jobs of one team do."""
+    out = []
+    for index in range(count):
+        clone = copy.deepcopy(obj)
+        for container in _containers(clone):
+            container["args"] = [*container.get("args", []), "--save_steps", str(200 + index)]
+        out.append(clone)
+    return out
+
+
+def variants(body: bytes, count: int) -> list[bytes]:
+    """`count` reviews of distinct objects (`copies` of the review's object): a webhook that remembers
+    identical objects (kubegap.memo) evaluates each of these anew."""
+    review = json.loads(body)
+    request = review["request"]
+    out = []
+    for obj in copies(request["object"], count):
+        request["object"] = obj
+        out.append(json.dumps(review, separators=(",", ":")).encode())
+    return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from kubegap import annotationkeys, batch, kinds, pricing
 from kubegap import facts as facts_module
@@ -42,7 +42,7 @@ from kubegap.findings import (
     skip,
 )
 from kubegap.impact import ImpactSettings
-from kubegap.kinds import kind_info
+from kubegap.memo import Memo
 
 MAX_DEPTH = 100  # cel-expr crashes on objects nested thousands deep; manifests never need a hundred
 
@@ -115,20 +115,43 @@ class Engine:
         placed = frozenset(c.policy.id for c in policies if reads.reads_place(c.policy))
         self.group_of = groups(self.compiled, readers, placed)
         self.scope_programs = batch.build(self.compiled, self.group_of, backend)
+        # A policy that reads the raw object may read its name: such an engine evaluates every object.
+        self.memo = None if self.reads_object else Memo()
 
     def evaluate(
         self, obj: Mapping[str, Any], context: Context | None = None, deadline: float | None = None
     ) -> Evaluation:
         ref = ObjectRef.of(obj)
-        info = kind_info(obj)
-        if info is None:
+        row = kinds.row_of(obj)
+        if row is None:
             return Evaluation(ref, False, ())
+        configmaps = context.configmaps if context else {}
+        # Identical workloads (the pods of one Job) are evaluated once (kubegap.memo).
+        memo = self.memo if row.templates is not None else None
+        key = memo.key(obj, configmaps) if memo else None
+        if memo is None or key is None:
+            return self._evaluate(obj, ref, configmaps, deadline)
+        found = memo.get(key, ref)
+        if found is None:
+            found = self._evaluate(obj, ref, configmaps, deadline)
+            memo.put(key, found)
+        elif deadline is not None and self.compiled and time.monotonic() > deadline:
+            _past(ref)  # as an evaluation started past its deadline would, remembered or not
+        return found
+
+    def _evaluate(
+        self,
+        obj: Mapping[str, Any],
+        ref: ObjectRef,
+        configmaps: Mapping[tuple[str, str], Mapping[str, str]],
+        deadline: float | None,
+    ) -> Evaluation:
         if self.reads_object and _too_deep(obj):
             message = f"the object is nested deeper than {MAX_DEPTH} levels; no policy was evaluated"
             fix = "Check the object: Kubernetes objects are never this deep."
             finding = error(Check(INVALID_MANIFEST, TOO_DEEP, Severity.HIGH, fix), ref, message)
             return Evaluation(ref, True, (finding,))
-        gathered = kinds.gather(obj, self.catalogue, context.configmaps if context else {})
+        gathered = kinds.gather(obj, self.catalogue, configmaps)
         if gathered is None:
             return Evaluation(ref, False, ())
         return self.evaluate_facts(obj, gathered, deadline)
@@ -142,7 +165,7 @@ class Engine:
         results: list[Finding] = [_unsized(ref, u) for u in gathered.unsized]
         for policy in self.compiled:
             if deadline is not None and time.monotonic() > deadline:
-                raise DeadlineExceeded(f"evaluation of {ref.display()} ran past its deadline")
+                _past(ref)
             results.extend(_evaluate_policy(run, policy))
         results.extend(annotationkeys.unknown(gathered, ref, self.known_annotations))
         collapsed = collapse(results)
@@ -152,6 +175,10 @@ class Engine:
             return Evaluation(ref, True, collapsed, gpus=gpus)
         priced, cost = pricing.price(ref, collapsed, situation, self.pricing, self.impact)
         return Evaluation(ref, True, priced, cost, gpus)
+
+
+def _past(ref: ObjectRef) -> NoReturn:
+    raise DeadlineExceeded(f"evaluation of {ref.display()} ran past its deadline")
 
 
 def _gpus(gathered: facts_module.ObjectFacts) -> int:

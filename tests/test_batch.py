@@ -24,6 +24,7 @@ def _alone(engine: Engine) -> Engine:
     """The same engine with no scope programs: every validation runs alone, as before batching."""
     alone = copy.copy(engine)
     alone.scope_programs = {}
+    alone.memo = None  # evaluated anew, not remembered from the engine it copies
     return alone
 
 

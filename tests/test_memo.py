@@ -1,0 +1,165 @@
+"""Identical workloads evaluated once (kubegap.memo): what the digest leaves out is never read, a hit is
+exactly a fresh evaluation of the new object, and anything read makes a miss."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import time
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubegap import kinds, memo, testing
+from kubegap.config import Settings
+from kubegap.evaluate import Context, DeadlineExceeded, Engine, build_engine
+from kubegap.findings import Finding, ObjectRef, Result, moved_to
+from tests.test_evaluate import engine_for, policy_text, pytorchjob
+
+_DATA = Path(__file__).parent / "data"
+
+
+def _workloads() -> list[dict[str, Any]]:
+    paths = [e.path for e in testing.discover(Path(str(files("kubegap.policies"))))]
+    paths += sorted((_DATA / "workloads").glob("*.yaml"))
+    docs = [d for p in paths for d in yaml.safe_load_all(p.read_text()) if isinstance(d, dict)]
+    return [d for d in docs if (row := kinds.row_of(d)) is not None and row.templates is not None]
+
+
+WORKLOADS = _workloads()
+
+
+def _elsewhere(obj: dict[str, Any]) -> dict[str, Any]:
+    """Another copy of `obj` as a cluster holds it: every field the digest leaves out changed."""
+    other = copy.deepcopy(obj)
+    meta = other.setdefault("metadata", {})
+    meta.update(
+        name=f"{meta.get('name', 'x')}-7f9c2",
+        generateName="copy-",
+        uid="0c1d2e3f",
+        resourceVersion="99",
+        creationTimestamp="2026-01-01T00:00:00Z",
+        generation=4,
+        managedFields=[{"manager": "kubectl", "operation": "Update"}],
+        ownerReferences=[{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u"}],
+    )
+    other["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}
+    if other.get("kind") == "Pod" and isinstance(other.get("spec"), dict):
+        other["spec"].update(nodeName="gpu-0042", hostname="trainer-3")
+    return other
+
+
+@pytest.fixture(scope="module")
+def fresh() -> Engine:
+    engine = build_engine(Settings())
+    engine.memo = None
+    return engine
+
+
+def test_the_workloads_include_pods() -> None:
+    assert len(WORKLOADS) > 150
+    assert any(w["kind"] == "Pod" for w in WORKLOADS)
+
+
+@pytest.mark.parametrize("index", range(len(WORKLOADS)))
+def test_nothing_the_digest_leaves_out_changes_an_evaluation(fresh: Engine, index: int) -> None:
+    obj = WORKLOADS[index]
+    other = _elsewhere(obj)
+    mine, theirs = fresh.evaluate(obj), fresh.evaluate(other)
+    assert theirs.ref != mine.ref
+    assert moved_to(mine.results, theirs.ref) == theirs.results
+    assert (mine.cost is None) == (theirs.cost is None)
+    if mine.cost is not None and theirs.cost is not None:
+        assert dataclasses.replace(mine.cost, ref=theirs.ref) == theirs.cost
+    assert memo.Memo().key(obj, {}) == memo.Memo().key(other, {})
+
+
+def test_an_identical_workload_is_remembered_and_told_of_its_own_reference(fresh: Engine) -> None:
+    engine = build_engine(Settings())
+    assert engine.memo is not None
+    first = pytorchjob()
+    copies = [_elsewhere(first) for _ in range(3)]
+    engine.evaluate(first)
+    for other in copies:
+        found = engine.evaluate(other)
+        assert found == fresh.evaluate(other)
+        assert all(f.object == ObjectRef.of(other) for f in found.results)
+    assert engine.memo.hits == 3
+
+
+def test_a_change_to_anything_read_is_evaluated_anew() -> None:
+    engine = build_engine(Settings())
+    assert engine.memo is not None
+    first = pytorchjob()
+    engine.evaluate(first)
+    changed = [copy.deepcopy(first) for _ in range(4)]
+    changed[0]["metadata"]["annotations"] = {"kubegap.dev/step-time": "2s"}
+    changed[1]["metadata"]["namespace"] = "other"
+    changed[2]["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 3
+    changed[3]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["hostNetwork"] = True
+    for other in changed:
+        engine.evaluate(other)
+    assert engine.memo.hits == 0
+
+
+def test_the_date_and_the_configmaps_read_are_part_of_the_digest(monkeypatch: pytest.MonkeyPatch) -> None:
+    kept = memo.Memo()
+    obj = pytorchjob()
+    key = kept.key(obj, {})
+    assert kept.key(obj, {("ml", "nccl"): {"NCCL_DEBUG": "INFO"}}) != key
+    monkeypatch.setattr(memo, "today", lambda: "2099-01-01")
+    assert kept.key(obj, {}) != key
+
+
+def test_what_is_remembered_is_bounded() -> None:
+    kept = memo.Memo(capacity=2)
+    engine = build_engine(Settings())
+    evaluations = []
+    for replicas in (1, 2, 3):
+        obj = pytorchjob()
+        obj["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = replicas
+        key = kept.key(obj, {})
+        assert key is not None
+        kept.put(key, engine.evaluate(obj))
+        evaluations.append((key, ObjectRef.of(obj)))
+    assert kept.get(evaluations[0][0], evaluations[0][1]) is None
+    assert kept.get(evaluations[2][0], evaluations[2][1]) is not None
+
+
+def test_an_engine_whose_policies_read_the_object_remembers_nothing(tmp_path: Path) -> None:
+    validation = "- name: named\n  expression: \"object.metadata.name != 'b'\"\n  message: m\n"
+    engine = engine_for(tmp_path, "cel-expr", policy_text("reader", "workload", validation))
+    assert engine.memo is None
+    first = pytorchjob()
+    other = copy.deepcopy(first)
+    other["metadata"]["name"] = "b"
+    assert [f.result for f in engine.evaluate(first).results] == [Result.PASS]
+    assert [f.result for f in engine.evaluate(other).results] == [Result.FAIL]
+
+
+def test_many_configmaps_are_not_worth_a_digest() -> None:
+    many = {("ml", f"cm{i}"): {"K": "V"} for i in range(20)}
+    assert memo.Memo().key(pytorchjob(), many) is None
+    engine = build_engine(Settings())
+    engine.evaluate(pytorchjob(), Context(many))
+    engine.evaluate(pytorchjob(), Context(many))
+    assert engine.memo is not None and engine.memo.hits == 0
+
+
+def test_moved_to_keeps_every_field_but_the_object() -> None:
+    values: dict[str, Any] = {f.name: f"value of {f.name}" for f in dataclasses.fields(Finding)}
+    values["object"] = ObjectRef("v1", "Pod", "a", "b")
+    finding = Finding(**values)
+    ref = ObjectRef("v1", "Pod", "a", "c")
+    assert moved_to([finding], ref) == (dataclasses.replace(finding, object=ref),)
+
+
+def test_a_remembered_evaluation_past_its_deadline_is_not_given() -> None:
+    engine = build_engine(Settings())
+    engine.evaluate(pytorchjob())
+    with pytest.raises(DeadlineExceeded):
+        engine.evaluate(_elsewhere(pytorchjob()), deadline=time.monotonic() - 1)
+    assert engine.memo is not None and engine.memo.hits == 1
