@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import trustme
-from webhook_payloads import payloads, variants
+from webhook_payloads import payloads, renamed, variants
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "out"
@@ -316,8 +316,8 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument(
         "--same",
         action="store_true",
-        help="send one object over and over (the pods of one Job), not distinct objects, which is what an "
-        "engine that remembers identical objects is best at",
+        help="send one object made by a controller under other names (the pods of one Job) instead of "
+        "distinct objects: what an engine that remembers identical objects (kubegap.memo) is best at",
     )
     parser.add_argument("--no-max", action="store_true", help="skip the closed-loop maximum-rate step")
     parser.add_argument("--wrk", action="store_true", help="also a closed-loop run with Debian's wrk")
@@ -344,7 +344,7 @@ def _print_targets(name: str, step: dict[str, Any]) -> None:
 
 def _bench(server: Server, body: bytes, args: argparse.Namespace, workdir: Path, name: str) -> dict[str, Any]:
     # Distinct objects by default, more of them than the webhook remembers (kubegap.memo), in a cycle.
-    bodies = [body] if args.same else variants(body, 2 * CAPACITY)
+    bodies = renamed(body, 2 * CAPACITY) if args.same else variants(body, 2 * CAPACITY)
     run: dict[str, Any] = {
         "bytes": len(body),
         "distinct_objects": len(bodies),

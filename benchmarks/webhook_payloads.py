@@ -162,6 +162,27 @@ def copies(obj: dict[str, Any], count: int) -> list[dict[str, Any]]:
     return out
 
 
+def owned(obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` as a controller makes it (a Job's pod): the copies an engine remembers (kubegap.memo)."""
+    made = copy.deepcopy(obj)
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "owner", "uid": "5f0e", "controller": True}
+    made["metadata"]["ownerReferences"] = [owner]
+    return made
+
+
+def renamed(body: bytes, count: int) -> list[bytes]:
+    """`count` reviews of the review's object made by a controller under other names: the pods of one Job,
+    which an engine that remembers identical objects (kubegap.memo) evaluates once."""
+    review = json.loads(body)
+    request = review["request"]
+    base = owned(request["object"])
+    out = []
+    for index in range(count):
+        request["object"] = {**base, "metadata": {**base["metadata"], "name": f"pod-{index:05d}"}}
+        out.append(json.dumps(review, separators=(",", ":")).encode())
+    return out
+
+
 def variants(body: bytes, count: int) -> list[bytes]:
     """`count` reviews of distinct objects (`copies` of the review's object): a webhook that remembers
     identical objects (kubegap.memo) evaluates each of these anew."""

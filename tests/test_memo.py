@@ -52,6 +52,11 @@ def _elsewhere(obj: dict[str, Any]) -> dict[str, Any]:
     return other
 
 
+def _owned(obj: dict[str, Any]) -> dict[str, Any]:
+    obj["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "X", "name": "x", "uid": "1"}]
+    return obj
+
+
 @pytest.fixture(scope="module")
 def fresh() -> Engine:
     engine = build_engine(Settings())
@@ -74,13 +79,13 @@ def test_nothing_the_digest_leaves_out_changes_an_evaluation(fresh: Engine, inde
     assert (mine.cost is None) == (theirs.cost is None)
     if mine.cost is not None and theirs.cost is not None:
         assert dataclasses.replace(mine.cost, ref=theirs.ref) == theirs.cost
-    assert memo.Memo().key(obj, {}) == memo.Memo().key(other, {})
+    assert memo.Memo().key(_owned(copy.deepcopy(obj)), {}) == memo.Memo().key(other, {})
 
 
 def test_an_identical_workload_is_remembered_and_told_of_its_own_reference(fresh: Engine) -> None:
     engine = build_engine(Settings())
     assert engine.memo is not None
-    first = pytorchjob()
+    first = _owned(pytorchjob())
     copies = [_elsewhere(first) for _ in range(3)]
     engine.evaluate(first)
     for other in copies:
@@ -93,7 +98,7 @@ def test_an_identical_workload_is_remembered_and_told_of_its_own_reference(fresh
 def test_a_change_to_anything_read_is_evaluated_anew() -> None:
     engine = build_engine(Settings())
     assert engine.memo is not None
-    first = pytorchjob()
+    first = _owned(pytorchjob())
     engine.evaluate(first)
     changed = [copy.deepcopy(first) for _ in range(4)]
     changed[0]["metadata"]["annotations"] = {"kubegap.dev/step-time": "2s"}
@@ -107,7 +112,7 @@ def test_a_change_to_anything_read_is_evaluated_anew() -> None:
 
 def test_the_date_and_the_configmaps_read_are_part_of_the_digest(monkeypatch: pytest.MonkeyPatch) -> None:
     kept = memo.Memo()
-    obj = pytorchjob()
+    obj = _owned(pytorchjob())
     key = kept.key(obj, {})
     assert kept.key(obj, {("ml", "nccl"): {"NCCL_DEBUG": "INFO"}}) != key
     monkeypatch.setattr(memo, "today", lambda: "2099-01-01")
@@ -119,7 +124,7 @@ def test_what_is_remembered_is_bounded() -> None:
     engine = build_engine(Settings())
     evaluations = []
     for replicas in (1, 2, 3):
-        obj = pytorchjob()
+        obj = _owned(pytorchjob())
         obj["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = replicas
         key = kept.key(obj, {})
         assert key is not None
@@ -142,10 +147,10 @@ def test_an_engine_whose_policies_read_the_object_remembers_nothing(tmp_path: Pa
 
 def test_many_configmaps_are_not_worth_a_digest() -> None:
     many = {("ml", f"cm{i}"): {"K": "V"} for i in range(20)}
-    assert memo.Memo().key(pytorchjob(), many) is None
+    assert memo.Memo().key(_owned(pytorchjob()), many) is None
     engine = build_engine(Settings())
-    engine.evaluate(pytorchjob(), Context(many))
-    engine.evaluate(pytorchjob(), Context(many))
+    engine.evaluate(_owned(pytorchjob()), Context(many))
+    engine.evaluate(_owned(pytorchjob()), Context(many))
     assert engine.memo is not None and engine.memo.hits == 0
 
 
@@ -159,7 +164,16 @@ def test_moved_to_keeps_every_field_but_the_object() -> None:
 
 def test_a_remembered_evaluation_past_its_deadline_is_not_given() -> None:
     engine = build_engine(Settings())
-    engine.evaluate(pytorchjob())
+    engine.evaluate(_owned(pytorchjob()))
     with pytest.raises(DeadlineExceeded):
         engine.evaluate(_elsewhere(pytorchjob()), deadline=time.monotonic() - 1)
     assert engine.memo is not None and engine.memo.hits == 1
+
+
+def test_an_object_written_by_hand_is_not_remembered() -> None:
+    engine = build_engine(Settings())
+    first = pytorchjob()
+    assert engine.memo is not None and engine.memo.key(first, {}) is None
+    engine.evaluate(first)
+    engine.evaluate(_elsewhere(first))
+    assert engine.memo.hits == 0
