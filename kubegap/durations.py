@@ -6,6 +6,7 @@ int and double is an error in cel-python and a type error in cel-expr.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -69,6 +70,7 @@ def parse_in_unit(text: str, unit: str) -> float:
     raise ValueError(f"unknown unit {unit!r}")
 
 
+@functools.lru_cache(maxsize=4096, typed=True)  # a report renders the same durations for every finding
 def format_seconds(seconds: float) -> str:
     """Short Go-like text: 600 -> 10m, 5400 -> 1h30m, 1.2 -> 1.2s, 0 -> 0s."""
     if seconds < 0 or not math.isfinite(seconds):
