@@ -128,15 +128,17 @@ def _outcomes(
     if not isinstance(values, list) or len(values) != len(units):
         return None
     out: Outcomes = {}
+    names = [policy.batches[scope].names for policy in policies]
     for unit, per_policy in zip(units, values, strict=True):
-        if not isinstance(per_policy, list) or len(per_policy) != len(policies):
+        if type(per_policy) is not list or len(per_policy) != len(policies):
             return None
-        for policy, results in zip(policies, per_policy, strict=True):
-            validations = policy.batches[scope].validations
-            if not isinstance(results, list) or (results and len(results) != len(validations)):
+        for policy, own, results in zip(policies, names, per_policy, strict=True):
+            if type(results) is not list or (results and len(results) != len(own)):
                 return None
-            if any(not isinstance(r, list) or len(r) not in (0, 1, 3) for r in results):
-                return None
-            names = (v.validation.name for v in validations)
-            out[(id(policy), id(unit))] = {n: tuple(r) for n, r in zip(names, results, strict=False)}
+            outcome = {}
+            for name, result in zip(own, results, strict=False):
+                if type(result) is not list or len(result) not in (0, 1, 3):
+                    return None
+                outcome[name] = tuple(result)
+            out[(id(policy), id(unit))] = outcome
     return out

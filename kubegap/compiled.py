@@ -68,6 +68,7 @@ class Batch:
     validations: tuple[CompiledValidation, ...]
     costs: tuple[celcost.Cost, ...]  # of its parts that iterate, each checked against the budget alone
     texts_placed: frozenset[str] = frozenset()  # validations whose message or path reads a unit's place
+    names: tuple[str, ...] = ()  # the validations' names, in order
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +212,7 @@ def _batches(backend: Backend, policy: Policy, validations: Sequence[CompiledVal
                 continue
             costs = tuple(c for c in map(celcost.estimate, sources) if c.degree > 0)
             placed = frozenset(v.validation.name for v in members if v.text_placed)
-            out[scope] = Batch(source, members, costs, placed)
+            out[scope] = Batch(source, members, costs, placed, tuple(v.validation.name for v in members))
     return out
 
 

@@ -55,7 +55,10 @@ class CommandLine:
 
     def flag_values(self, names: frozenset[str]) -> list[tuple[str, str | None, Token]]:
         """(flag, value, token) of the named flags, in command-line order."""
-        found = [(pos, name, value) for name in names for pos, value in self.flags.get(name, ())]
+        present = names.intersection(self.flags)  # most knobs' flags are absent: a set operation says so
+        if not present:
+            return []
+        found = [(pos, name, value) for name in present for pos, value in self.flags[name]]
         return [(name, value, self.tokens[pos]) for pos, name, value in sorted(found, key=lambda f: f[0])]
 
 

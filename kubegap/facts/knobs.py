@@ -68,9 +68,17 @@ class Catalogue:
     accelerator_resources: tuple[str, ...]  # GPU resources included
     frameworks: tuple[Framework, ...]
     knobs: tuple[Knob, ...]
+    # setting -> its knobs in catalogue order: every container asks for several settings
+    _by_setting: Mapping[str, tuple[Knob, ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        grouped: dict[str, list[Knob]] = {}
+        for knob in self.knobs:
+            grouped.setdefault(knob.setting, []).append(knob)
+        object.__setattr__(self, "_by_setting", {k: tuple(v) for k, v in grouped.items()})
 
     def by_setting(self, setting: str) -> tuple[Knob, ...]:
-        return tuple(k for k in self.knobs if k.setting == setting)
+        return self._by_setting.get(setting, ())
 
     def is_gpu(self, resource: str) -> bool:
         return globs.matches(resource, self.gpu_resources)

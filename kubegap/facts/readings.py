@@ -76,9 +76,9 @@ def raw_values(
         if found_overrides:
             key, value, token = found_overrides[-1]
             yield f"{key}={value}", value, (*base, *token.path)
-    for name in sorted(knob.env) if not argv_only else ():
-        var = env.variables.get(name)
-        if var is not None and var.value is not None:  # an unseen value is listed by the environment
+    for name in sorted(knob.env.intersection(env.variables)) if not argv_only else ():
+        var = env.variables[name]
+        if var.value is not None:  # an unseen value is listed by the environment
             yield f"{name}={var.value if var.value is not None else '?'} ({var.source})", var.value, var.path
 
 
