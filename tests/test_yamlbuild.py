@@ -125,7 +125,8 @@ def test_the_resolver_shortcut_gives_the_resolver_answers(pure: bool) -> None:
     loader = loader_class("")
     try:
         reference = yaml.resolver.BaseResolver.resolve
-        for value in SCALARS + KEYS + ["", "<<", "~", "-", "+1", ".5", "é", "-a", "x" * 100]:
+        values = SCALARS + KEYS + ["", "<<", "~", "-", "+1", ".5", "é", "-a", "x" * 100, "1" * 100]
+        for value in values + values:  # the second time from the table of known answers
             for implicit in ((True, False), (False, True), (False, False)):
                 assert loader.resolve(yaml.ScalarNode, value, implicit) == reference(
                     loader, yaml.ScalarNode, value, implicit
@@ -134,3 +135,13 @@ def test_the_resolver_shortcut_gives_the_resolver_answers(pure: bool) -> None:
             assert loader.resolve(kind, None, True) == reference(loader, kind, None, True)
     finally:
         loader.dispose()
+
+
+def test_the_resolver_shortcut_refuses_a_loader_with_path_resolvers() -> None:
+    # Path resolvers answer by position in the document, which the shortcut does not track.
+    class Pathed(yaml.SafeLoader):
+        pass
+
+    Pathed.add_path_resolver("tag:yaml.org,2002:str", ["spec"], dict)
+    with pytest.raises(AssertionError, match="path or wildcard"):
+        yamlbuild.resolver_hooks(Pathed, dict(Pathed.yaml_implicit_resolvers))
