@@ -6,8 +6,9 @@ per mapping. A manifest is almost always a plain tree of plain scalars, so `buil
 iterative walk that also checks the depth limit. It only accepts what it is sure of: on anything else
 (a tag other than the plain ones, a duplicate or non-scalar key, a merge key, a number out of range, a
 scalar its tag cannot read, nesting past the limit) it raises `Unsure` and the caller runs the careful
-path, which builds the same data or reports the error exactly as before. Documents with anchors and
-aliases never come here.
+path, which builds the same data or reports the error exactly as before. A document whose text has
+both `&` and `*` comes here only when `is_tree` finds no node reached twice (an `&&` in a shell command
+and a `*` in a cron schedule make no alias); a real alias takes the careful path with its alias limits.
 
 `resolver_hooks` makes the resolver cheaper too.
 """
@@ -48,6 +49,24 @@ def build(root: Node, constructor: Any, max_depth: int) -> Any:
         else:
             _fill_sequence(node, out, depth + 1, stack, constructor)
     return top
+
+
+def is_tree(root: Node) -> bool:
+    """Whether no node is reached twice: no alias (nor recursion) to honour. Stops at the first repeat, so
+    an alias bomb costs one visit per unique node."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            return False
+        seen.add(id(node))
+        if node.__class__ is MappingNode:
+            for pair in node.value:
+                stack.extend(pair)
+        elif node.__class__ is SequenceNode:
+            stack.extend(node.value)
+    return True
 
 
 def _fill_mapping(

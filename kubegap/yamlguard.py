@@ -156,6 +156,7 @@ def load(text: str, *, line: int = 1, pure: bool = False) -> Any:
         node = loader.get_single_node()
         if node is None:
             return None
+        # Without both an anchor and an alias the graph is a tree; `&&` and `*` in strings are common.
         data = _data(loader, node, "&" in text and "*" in text)
         _remember(text, node)
         return data
@@ -180,15 +181,17 @@ def load(text: str, *, line: int = 1, pure: bool = False) -> Any:
 
 
 def _data(loader: Any, node: Node, aliased: bool) -> Any:
-    """The quick walk for a tree (kubegap.yamlbuild); the careful path for a graph with aliases, and
-    for any tree the quick walk is unsure of (it then builds the same data or reports the error)."""
-    if not aliased:  # without an anchor there is no alias: the graph is a tree
+    """The quick walk when the graph is a tree (kubegap.yamlbuild); the careful path for a graph with
+    aliases, and for any tree the quick walk is unsure of (it builds the same data or reports the error)."""
+    if not aliased or yamlbuild.is_tree(node):
         try:
             return yamlbuild.build(node, loader, MAX_DEPTH)
         except yamlbuild.Unsure:
-            _check_tree(node)
-    else:
+            pass
+    if aliased:
         _check_graph(node)
+    else:
+        _check_tree(node)
     return loader.construct_document(node)
 
 

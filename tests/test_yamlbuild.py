@@ -19,9 +19,26 @@ SCALARS = [
     "2024-01-01T10:00:00Z", "9223372036854775807", "9223372036854775808", "-9223372036854775809",
     "999999999999999999", "1000000000000000000", "1" * 401, "!!str 1", "!!int '12'", "!!float 1",
     "!!null x", "!!bool yes", "!!bool maybe", "!!float abc", "!!int abc", "!!int 1e3", "! 12",
-    "!<tag:yaml.org,2002:str> 5", "!!binary aGk=", "!Ref x", "\u00b2", "!!int \u0663",
+    "!<tag:yaml.org,2002:str> 5", "!!binary aGk=", "!Ref x", "\u00b2", "!!int \u0663", "&s 5", "*s",
+    "'a && b'", "'*.py'", "&m {k: 1}", "*m", "&q [1, *s]", "*q",
 ]  # fmt: skip
-KEYS = ["a", "b", "1", "0x1", "true", "yes", "1.0", "~", "null", "<<", "=", "'a'", "!!value a", "!!str 1"]
+KEYS = [
+    "a",
+    "b",
+    "1",
+    "0x1",
+    "true",
+    "yes",
+    "1.0",
+    "~",
+    "null",
+    "<<",
+    "=",
+    "'a'",
+    "!!value a",
+    "!!str 1",
+    "*s",
+]
 DOCUMENTS = [
     "a: 1\na: 2\n",
     "1: a\ntrue: b\n",
@@ -43,6 +60,15 @@ DOCUMENTS = [
     "<<: 1\n",
     "a: b\n c: d\n",
     "a: !!python/tuple [1]\n",
+    "a: &x {k: 1}\nb: *x\n",
+    "a: &x [1]\nb: *x\n",
+    "a: &x 1\nb: *x\n",
+    "a: &x {k: 1}\nb: {<<: *x, j: 2}\n",
+    "a: &x [*x]\n",
+    "cmd: make && make install\nschedule: '*/5 * * * *'\n",
+    "a: &x [[[[[[[[[[1]]]]]]]]]]\nb: [*x, *x, *x]\n",
+    "x: '&*'\nd: " + "[" * 101 + "]" * 101 + "\n",
+    "x: '&*'\nd: " + "{a: " * 101 + "}" * 101 + "\n",
 ]
 
 
@@ -104,19 +130,26 @@ def test_quick_and_careful_agree_on_generated_trees(tree: Any) -> None:
         assert outcome(text) == careful(monkeypatch, text), text
 
 
-def test_a_plain_manifest_takes_the_quick_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("extra", ["", "cmd: make && make install\nschedule: '*/5 * * * *'\n"])
+def test_a_plain_manifest_takes_the_quick_walk(extra: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # Guards the tests above: if the quick walk gave up on ordinary documents they would compare nothing.
     def no_careful_path(*_: object) -> None:
         raise AssertionError("the careful path ran")
 
     monkeypatch.setattr(yamlguard, "_check_tree", no_careful_path)
-    text = "a: [1, -2, 0.5, on, ~, x]\nb: {c: 'q', d: [[{}]]}\nports: [{containerPort: 8080}]\n"
+    monkeypatch.setattr(yamlguard, "_check_graph", no_careful_path)
+    text = "a: [1, -2, 0.5, on, ~, x]\nb: {c: 'q', d: [[{}]]}\nports: [{containerPort: 8080}]\n" + extra
     expected = {
         "a": [1, -2, 0.5, True, None, "x"],
         "b": {"c": "q", "d": [[{}]]},
         "ports": [{"containerPort": 8080}],
     }
-    assert yamlguard.load(text) == expected
+    assert yamlguard.load(text) == {**expected, **yaml.safe_load(extra or "{}")}
+
+
+def test_an_aliased_collection_is_one_shared_object_as_before() -> None:
+    data = yamlguard.load("a: &x {k: [1]}\nb: *x\n")
+    assert data == {"a": {"k": [1]}, "b": {"k": [1]}} and data["a"] is data["b"]
 
 
 @pytest.mark.parametrize("pure", [False, True] if yaml.__with_libyaml__ else [True])
