@@ -1,17 +1,23 @@
 """Benchmark: YAML parsers on the 2,000-manifest lint corpus, against PyYAML's C loader (the lint floor).
 
-    pip install rapidyaml   # not a kubegap dependency; measured here, see docs/speed.md
-    python benchmarks/bench_yaml.py [--count 2000] [--repeat 3]
+    python benchmarks/bench_yaml.py [--count 2000] [--repeat 5] [--calls]
+    pip install rapidyaml   # optional, not a kubegap dependency: adds its rows (see docs/speed.md)
 
-Rows: PyYAML's C loader; rapidyaml's parse alone (a C++ tree, no Python objects); rapidyaml plus a Python
-walk that builds dicts and lists with a minimal YAML 1.1 scalar resolution (no guards, no positions, no
-anchors, so a lower bound on what a guarded reader on rapidyaml would cost); kubegap's own reader (guards
-and positions). CPU seconds, best of --repeat; prints ratios to the floor, asserts nothing.
+Rows: PyYAML's C loader; kubegap's reader (guards, positions); the same reader held to its careful path
+(PyYAML's SafeConstructor after the guard walks, as every document was read before the quick walk of
+kubegap.yamlbuild); with rapidyaml installed, its parse alone (a C++ tree, no Python objects) and its parse
+plus a Python walk that builds dicts and lists with a minimal YAML 1.1 scalar resolution (no guards, no
+positions, no anchors: a lower bound for a guarded reader on rapidyaml). CPU seconds, best of --repeat with
+the rows interleaved (the machine's background load hits all alike); prints ratios to the floor, asserts
+nothing. `--calls` also counts Python function calls per row (cProfile), a figure that noise does not move.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import cProfile
+import pstats
 import re
 import sys
 import tempfile
@@ -25,6 +31,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus
 
+from kubegap import yamlbuild
 from kubegap.manifests import Reader
 
 _INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
@@ -64,24 +71,70 @@ def _walk(tree: Any, node: int, none: int) -> Any:
     return items
 
 
-def best(repeat: int, run: Callable[[], object]) -> float:
-    times = []
+def careful() -> contextlib.AbstractContextManager[None]:
+    """The reader with its quick walk turned off: every document goes through SafeConstructor."""
+
+    def unsure(root: object, constructor: object, max_depth: int) -> Any:
+        raise yamlbuild.Unsure
+
+    @contextlib.contextmanager
+    def patched() -> Any:
+        build, yamlbuild.build = yamlbuild.build, unsure
+        try:
+            yield
+        finally:
+            yamlbuild.build = build
+
+    return patched()
+
+
+def interleaved(repeat: int, rows: dict[str, Callable[[], object]]) -> dict[str, float]:
+    """Best CPU time of each row, the rows taking turns."""
+    times: dict[str, float] = dict.fromkeys(rows, float("inf"))
     for _ in range(repeat):
-        start = time.process_time()
-        run()
-        times.append(time.process_time() - start)
-    return min(times)
+        for name, run in rows.items():
+            start = time.process_time()
+            run()
+            times[name] = min(times[name], time.process_time() - start)
+    return times
+
+
+def calls(run: Callable[[], object]) -> int:
+    profile = cProfile.Profile()
+    profile.runcall(run)
+    return int(pstats.Stats(profile).total_calls)  # type: ignore[attr-defined]
+
+
+def rapidyaml_rows(texts: list[bytes]) -> dict[str, Callable[[], object]]:
+    try:
+        import ryml
+    except ImportError:
+        print("rapidyaml is not installed (pip install rapidyaml): its rows are left out")
+        return {}
+
+    def parse_only() -> None:
+        for text in texts:
+            ryml.parse_in_arena(text)
+
+    def to_python() -> list[Any]:
+        out = []
+        for text in texts:
+            tree = ryml.parse_in_arena(text)
+            root = tree.root_id()
+            out.append(_walk(tree, tree.first_child(root) if tree.is_stream(root) else root, ryml.NONE))
+        return out
+
+    same = to_python() == [yaml.load(t, Loader=yaml.CSafeLoader) for t in texts]
+    print(f"rapidyaml + walk gives the same data as PyYAML: {same}")
+    return {"rapidyaml, parse only": parse_only, "rapidyaml + Python walk": to_python}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=2000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--calls", action="store_true", help="also count Python calls per row (cProfile)")
     args = parser.parse_args()
-    try:
-        import ryml
-    except ImportError:
-        raise SystemExit("rapidyaml is not installed: pip install rapidyaml") from None
     with tempfile.TemporaryDirectory() as tmp:
         paths = corpus.write(Path(tmp), args.count)
         texts = [p.read_bytes() for p in paths]
@@ -91,31 +144,26 @@ def main() -> int:
                 for _ in yaml.load_all(text, Loader=yaml.CSafeLoader):
                     pass
 
-        def parse_only() -> None:
-            for text in texts:
-                ryml.parse_in_arena(text)
-
-        def to_python() -> list[Any]:
-            out = []
-            for text in texts:
-                tree = ryml.parse_in_arena(text)
-                root = tree.root_id()
-                out.append(_walk(tree, tree.first_child(root) if tree.is_stream(root) else root, ryml.NONE))
-            return out
-
         def reader() -> None:
             for path, text in zip(paths, texts, strict=True):
                 list(Reader().read_bytes(text, str(path)))
 
-        same = to_python() == [yaml.load(t, Loader=yaml.CSafeLoader) for t in texts]
-        print(f"{len(texts)} manifests; rapidyaml + walk gives the same data as PyYAML: {same}")
-        base = best(args.repeat, floor)
-        rows = [("PyYAML C loader (the floor)", base),
-                ("rapidyaml, parse only", best(args.repeat, parse_only)),
-                ("rapidyaml + Python walk", best(args.repeat, to_python)),
-                ("kubegap reader (guards, positions)", best(args.repeat, reader))]  # fmt: skip
-        for name, seconds in rows:
-            print(f"{name:38} {seconds:6.3f} s CPU = {seconds / base:4.2f}x the floor")
+        def careful_reader() -> None:
+            with careful():
+                reader()
+
+        print(f"{len(texts)} manifests")
+        rows = {
+            "PyYAML C loader (the floor)": floor,
+            "kubegap reader (guards, positions)": reader,
+            "kubegap reader, careful path only": careful_reader,
+            **rapidyaml_rows(texts),
+        }
+        times = interleaved(args.repeat, rows)
+        base = times["PyYAML C loader (the floor)"]
+        for name, seconds in times.items():
+            counted = f"  {calls(rows[name]):>9,} Python calls" if args.calls else ""
+            print(f"{name:38} {seconds:6.3f} s CPU = {seconds / base:4.2f}x the floor{counted}")
     return 0
 
 

@@ -35,7 +35,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from kubegap import integers
+from kubegap import integers, yamlbuild
 from kubegap.enginerules import TOO_DEEP
 from kubegap.errors import KubegapError
 
@@ -89,6 +89,26 @@ def _construct_int(constructor: yaml.constructor.SafeConstructor, node: ScalarNo
         return integers.in_range(constructor.construct_yaml_int(node))
     except ValueError as err:
         raise _Problem("number-range", str(err), node.start_mark) from None
+    except IndexError:  # `!!int` on an empty value
+        raise _unreadable(node) from None
+
+
+def _readable(construct: Callable[..., Any]) -> Callable[..., Any]:
+    """A scalar constructor whose failure on an explicitly tagged value (`!!bool maybe`, `!!float abc`)
+    is an error at the value's position rather than a KeyError or ValueError from inside PyYAML."""
+
+    def read(constructor: yaml.constructor.SafeConstructor, node: ScalarNode) -> Any:
+        try:
+            return construct(constructor, node)
+        except (KeyError, ValueError, IndexError):
+            raise _unreadable(node) from None
+
+    return read
+
+
+def _unreadable(node: ScalarNode) -> yaml.constructor.ConstructorError:
+    message = f"{node.value[:40]!r} cannot be read as {node.tag.rsplit(':', 1)[-1]}"
+    return yaml.constructor.ConstructorError(None, None, message, node.start_mark)
 
 
 def _raise_on_duplicate(
@@ -113,10 +133,13 @@ def _strict(base: type[Any]) -> type[Any]:
     }
     constructors[None] = _reject_tag
     constructors["tag:yaml.org,2002:int"] = _construct_int
+    for tag in ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:float"):
+        constructors[tag] = _readable(constructors[tag])
     attrs = {
         "yaml_implicit_resolvers": resolvers,
         "yaml_constructors": constructors,
         "yaml_multi_constructors": {},
+        **yamlbuild.resolver_hooks(base, resolvers),
     }
     return type(f"Strict{base.__name__}", (_StrictConstructor, base), attrs)
 
@@ -133,11 +156,8 @@ def load(text: str, *, line: int = 1, pure: bool = False) -> Any:
         node = loader.get_single_node()
         if node is None:
             return None
-        if "&" in text and "*" in text:  # without an anchor there is no alias: the graph is a tree
-            _check_graph(node)
-        else:
-            _check_tree(node)
-        data = loader.construct_document(node)
+        # Without both an anchor and an alias the graph is a tree; `&&` and `*` in strings are common.
+        data = _data(loader, node, "&" in text and "*" in text)
         _remember(text, node)
         return data
     except _Problem as exc:
@@ -158,6 +178,21 @@ def load(text: str, *, line: int = 1, pure: bool = False) -> Any:
     finally:
         if loader is not None:
             loader.dispose()
+
+
+def _data(loader: Any, node: Node, aliased: bool) -> Any:
+    """The quick walk when the graph is a tree (kubegap.yamlbuild); the careful path for a graph with
+    aliases, and for any tree the quick walk is unsure of (it builds the same data or reports the error)."""
+    if not aliased or yamlbuild.is_tree(node):
+        try:
+            return yamlbuild.build(node, loader, MAX_DEPTH)
+        except yamlbuild.Unsure:
+            pass
+    if aliased:
+        _check_graph(node)
+    else:
+        _check_tree(node)
+    return loader.construct_document(node)
 
 
 class _Problem(Exception):
