@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import importlib
 import logging
 import os
@@ -334,8 +335,16 @@ def closed_pipe() -> int:
     return 0
 
 
+# Evaluations allocate many short-lived containers, nearly all freed by reference counting, while a lint
+# report keeps every finding it reads: with the default first threshold (700) the collector ran often and
+# re-scanned that growing report, 10-20% of a 2,000-manifest lint's CPU (docs/speed.md). Cycles are rare
+# here, so collecting them every 100,000 net allocations costs no measurable memory (67-68 MB either way).
+GC_THRESHOLDS = (100_000, 50, 50)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    gc.set_threshold(*GC_THRESHOLDS)
     try:
         return _main(arguments)
     except ModuleNotFoundError as err:
