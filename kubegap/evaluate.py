@@ -8,27 +8,25 @@ never a pass; an exempted evaluation is a `skip` with the reason.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol
 
-from kubegap import annotationkeys, batch, kinds, pricing
+from kubegap import annotationkeys, batch, judge, kinds, pricing
 from kubegap import facts as facts_module
-from kubegap.activation import Run, UnitState, groups
-from kubegap.cel import Backend, CelError
+from kubegap.activation import Run, groups
+from kubegap.cel import Backend
 from kubegap.collapse import collapse
-from kubegap.compiled import CompiledPolicy, CompiledValidation, compile_policies
+from kubegap.compiled import CompiledPolicy, compile_policies
 from kubegap.config import Settings
 from kubegap.enginerules import (
-    EXEMPTION_REASON,
-    INVALID_DECLARATION,
     INVALID_MANIFEST,
     RESOURCES,
     TOO_DEEP,
     UNRESOLVED_COUNT,
 )
 from kubegap.errors import KubegapError
-from kubegap.facts import Unit, knobs, reads
+from kubegap.facts import knobs, reads
 from kubegap.fieldpath import render
 from kubegap.findings import (
     Check,
@@ -39,7 +37,6 @@ from kubegap.findings import (
     WorkloadCost,
     error,
     fail,
-    skip,
 )
 from kubegap.impact import ImpactSettings
 from kubegap.memo import Memo
@@ -166,7 +163,7 @@ class Engine:
         for policy in self.compiled:
             if deadline is not None and time.monotonic() > deadline:
                 _past(ref)
-            results.extend(_evaluate_policy(run, policy))
+            results.extend(judge.results(run, policy))
         results.extend(annotationkeys.unknown(gathered, ref, self.known_annotations))
         collapsed = collapse(results)
         gpus = _gpus(gathered)
@@ -213,123 +210,6 @@ def _pricing(policies: Sequence[CompiledPolicy]) -> dict[tuple[str, str], pricin
             escalate = policy.severity_from_impact and v.severity is not Severity.INFO
             out[(policy.id, v.name)] = pricing.Pricing(v.impact_term, limit, escalate)
     return out
-
-
-def _evaluate_policy(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
-    states: dict[int, UnitState] = {}
-    applied = False
-    void_exemptions: dict[str, tuple[str, str]] = {}  # path -> (why it exempts nothing, fix)
-    for validation in policy.validations:
-        for unit in run.facts.units.get(validation.validation.scope, ()):
-            state = states.get(id(unit)) or states.setdefault(id(unit), UnitState(run, policy, unit))
-            outcomes = state.outcomes()
-            if outcomes is not None and state.unexempted():  # the common case, kept short
-                if outcomes:  # else the policy does not apply to the unit
-                    applied = True
-                    outcome = outcomes[validation.validation.name]
-                    if outcome:  # else the validation does not
-                        yield (
-                            state.passed(validation)
-                            if outcome[0] is True
-                            else _judge(run, validation, state, outcome)
-                        )
-                continue
-            applies, found = _judge_alone(run, validation, state, outcomes, void_exemptions)
-            applied = applied or applies
-            if found is not None:
-                yield found
-    if applied:
-        yield from _engine_rules(run, policy, void_exemptions)
-
-
-def _judge_alone(
-    run: Run,
-    validation: CompiledValidation,
-    state: UnitState,
-    outcomes: Mapping[str, tuple[Any, ...]] | None,
-    void_exemptions: dict[str, tuple[str, str]],
-) -> tuple[bool, Finding | None]:
-    """(whether the policy applies to the unit, the result) where exemptions name the policy or the scope's
-    program could not answer."""
-    name, unit = validation.validation.name, state.unit
-    applies = False
-    try:
-        if not (state.policy_applies() if outcomes is None else outcomes):
-            return False, None
-        applies = True
-        # A void exemption (blank, expired) is reported wherever the policy applies, even where no
-        # validation does (a cordoned node): it exempts nothing and would mislead the next reader.
-        reason, void = state.exemption(name)
-        void_exemptions.update(void)
-        outcome = outcomes[name] if outcomes is not None else None
-        if outcome == () or (outcome is None and not state.applies(validation.applies_to)):
-            return True, None
-    except CelError as err:
-        return applies, _error(run, validation, unit, f"appliesTo failed: {err}")
-    if reason:
-        return True, skip(validation.check, run.ref, reason, **run.where(unit, _default_path(unit)))
-    return True, _judge(run, validation, state, outcome)
-
-
-def _default_path(unit: Unit) -> str | None:
-    return render(unit.path) if unit.path is not None else None
-
-
-def _error(run: Run, validation: CompiledValidation, unit: Unit, message: str) -> Finding:
-    return error(validation.check, run.ref, message, **run.where(unit, _default_path(unit)))
-
-
-def _judge(
-    run: Run,
-    validation: CompiledValidation,
-    state: UnitState,
-    outcome: tuple[Any, ...] | None,  # from the scope's one program (kubegap.batch); None: evaluate alone
-) -> Finding:
-    unit = state.unit
-    try:
-        verdict = outcome[0] if outcome else state.check(validation.expression)
-    except CelError as err:
-        return _error(run, validation, unit, f"evaluation failed: {err}")
-    if not isinstance(verdict, bool):
-        return _error(run, validation, unit, f"expression gave {type(verdict).__name__}, not a bool")
-    check, default_path = validation.check, _default_path(unit)
-    if verdict:
-        return state.passed(validation)
-    fallback = validation.validation.message or f"{validation.validation.name} failed"
-    if outcome is not None and len(outcome) == 3:  # evaluated with the verdict: the same rules as _text
-        message = outcome[1] if isinstance(outcome[1], str) else fallback
-        path = outcome[2] if isinstance(outcome[2], str) else default_path
-    else:
-        message = _text(state, validation.message_expression, fallback)
-        path = _text(state, validation.field_path, default_path)
-    return fail(check, run.ref, message, **run.where(unit, path or None, validation.reads_values))
-
-
-def _text(state: UnitState, program: Any, fallback: str | None) -> Any:
-    if program is None:
-        return fallback
-    try:
-        value = state.check(program)
-    except CelError:
-        return fallback
-    return value if isinstance(value, str) else fallback
-
-
-def _engine_rules(
-    run: Run, policy: CompiledPolicy, void_exemptions: Mapping[str, tuple[str, str]]
-) -> Iterator[Finding]:
-    """Rules every policy carries: unreadable declarations it reads, exemptions without a reason."""
-    remediation = "Write the value as a Go duration such as 90s, 10m or 1h30m."
-    for bad in run.facts.invalid:
-        if bad.annotation in policy.policy.declarations:
-            message = (
-                f"annotation {bad.annotation}: {bad.text!r} cannot be read ({bad.reason}); counted as absent"
-            )
-            check = Check(policy.policy.id, INVALID_DECLARATION, Severity.MEDIUM, remediation)
-            yield fail(check, run.ref, message, **run.where(None, render(bad.path)))
-    for path, (message, fix) in sorted(void_exemptions.items()):
-        check = Check(policy.policy.id, EXEMPTION_REASON, Severity.MEDIUM, fix)
-        yield fail(check, run.ref, message, **run.where(None, path))
 
 
 def build_engine(settings: Settings) -> Engine:

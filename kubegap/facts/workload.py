@@ -103,10 +103,8 @@ def _commands(
         sources = each.containers if first is None else templates[first].containers
         for own, source in zip(each.containers, sources, strict=True):
             if first is None:
-                parsed[id(own)], counts[id(own)] = (
-                    argv.tokenize(own.spec),
-                    container.resource_counts(own.spec),
-                )
+                parsed[id(own)] = argv.tokenize(own.spec)
+                counts[id(own)] = container.resource_counts(own.spec)
             else:
                 parsed[id(own)], counts[id(own)] = parsed[id(source)], counts[id(source)]
     return parsed, counts

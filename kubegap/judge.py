@@ -1,0 +1,134 @@
+"""One policy's results on one object: each validation on each unit of its scope, read from the scope's
+one program (kubegap.batch) where it answered, else evaluated alone; exemptions, messages and paths, and
+the rules every policy carries. A CEL error or a non-boolean verdict is an `error`, never a pass."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from kubegap.activation import Run, UnitState
+from kubegap.cel import CelError
+from kubegap.compiled import CompiledPolicy, CompiledValidation
+from kubegap.enginerules import EXEMPTION_REASON, INVALID_DECLARATION
+from kubegap.facts import Unit
+from kubegap.fieldpath import render
+from kubegap.findings import Check, Finding, Severity, error, fail, skip
+
+
+def results(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
+    """The policy's results on every unit it applies to, then its engine rules where it applied."""
+    states: dict[int, UnitState] = {}
+    applied = False
+    void_exemptions: dict[str, tuple[str, str]] = {}  # path -> (why it exempts nothing, fix)
+    for validation in policy.validations:
+        for unit in run.facts.units.get(validation.validation.scope, ()):
+            state = states.get(id(unit)) or states.setdefault(id(unit), UnitState(run, policy, unit))
+            outcomes = state.outcomes()
+            if outcomes is not None and state.unexempted():  # the common case, kept short
+                if outcomes:  # else the policy does not apply to the unit
+                    applied = True
+                    outcome = outcomes[validation.validation.name]
+                    if outcome:  # else the validation does not
+                        yield (
+                            state.passed(validation)
+                            if outcome[0] is True
+                            else _judge(run, validation, state, outcome)
+                        )
+                continue
+            applies, found = _judge_alone(run, validation, state, outcomes, void_exemptions)
+            applied = applied or applies
+            if found is not None:
+                yield found
+    if applied:
+        yield from _engine_rules(run, policy, void_exemptions)
+
+
+def _judge_alone(
+    run: Run,
+    validation: CompiledValidation,
+    state: UnitState,
+    outcomes: Mapping[str, tuple[Any, ...]] | None,
+    void_exemptions: dict[str, tuple[str, str]],
+) -> tuple[bool, Finding | None]:
+    """(whether the policy applies to the unit, the result) where exemptions name the policy or the scope's
+    program could not answer."""
+    name, unit = validation.validation.name, state.unit
+    applies = False
+    try:
+        if not (state.policy_applies() if outcomes is None else outcomes):
+            return False, None
+        applies = True
+        # A void exemption (blank, expired) is reported wherever the policy applies, even where no
+        # validation does (a cordoned node): it exempts nothing and would mislead the next reader.
+        reason, void = state.exemption(name)
+        void_exemptions.update(void)
+        outcome = outcomes[name] if outcomes is not None else None
+        if outcome == () or (outcome is None and not state.applies(validation.applies_to)):
+            return True, None
+    except CelError as err:
+        return applies, _error(run, validation, unit, f"appliesTo failed: {err}")
+    if reason:
+        return True, skip(validation.check, run.ref, reason, **run.where(unit, _default_path(unit)))
+    return True, _judge(run, validation, state, outcome)
+
+
+def _default_path(unit: Unit) -> str | None:
+    return render(unit.path) if unit.path is not None else None
+
+
+def _error(run: Run, validation: CompiledValidation, unit: Unit, message: str) -> Finding:
+    return error(validation.check, run.ref, message, **run.where(unit, _default_path(unit)))
+
+
+def _judge(
+    run: Run,
+    validation: CompiledValidation,
+    state: UnitState,
+    outcome: tuple[Any, ...] | None,  # from the scope's one program (kubegap.batch); None: evaluate alone
+) -> Finding:
+    unit = state.unit
+    try:
+        verdict = outcome[0] if outcome else state.check(validation.expression)
+    except CelError as err:
+        return _error(run, validation, unit, f"evaluation failed: {err}")
+    if not isinstance(verdict, bool):
+        return _error(run, validation, unit, f"expression gave {type(verdict).__name__}, not a bool")
+    check, default_path = validation.check, _default_path(unit)
+    if verdict:
+        return state.passed(validation)
+    fallback = validation.validation.message or f"{validation.validation.name} failed"
+    if outcome is not None and len(outcome) == 3:  # evaluated with the verdict: the same rules as _text
+        message = outcome[1] if isinstance(outcome[1], str) else fallback
+        path = outcome[2] if isinstance(outcome[2], str) else default_path
+    else:
+        message = _text(state, validation.message_expression, fallback)
+        path = _text(state, validation.field_path, default_path)
+    return fail(check, run.ref, message, **run.where(unit, path or None, validation.reads_values))
+
+
+def _text(state: UnitState, program: Any, fallback: str | None) -> Any:
+    if program is None:
+        return fallback
+    try:
+        value = state.check(program)
+    except CelError:
+        return fallback
+    return value if isinstance(value, str) else fallback
+
+
+def _engine_rules(
+    run: Run, policy: CompiledPolicy, void_exemptions: Mapping[str, tuple[str, str]]
+) -> Iterator[Finding]:
+    """Rules every policy carries: unreadable declarations it reads, exemptions without a reason."""
+    remediation = "Write the value as a Go duration such as 90s, 10m or 1h30m."
+    for bad in run.facts.invalid:
+        if bad.annotation in policy.policy.declarations:
+            message = (
+                f"annotation {bad.annotation}: {bad.text!r} cannot be read ({bad.reason}); counted as absent"
+            )
+            check = Check(policy.policy.id, INVALID_DECLARATION, Severity.MEDIUM, remediation)
+            yield fail(check, run.ref, message, **run.where(None, render(bad.path)))
+    for path, (message, fix) in sorted(void_exemptions.items()):
+        check = Check(policy.policy.id, EXEMPTION_REASON, Severity.MEDIUM, fix)
+        yield fail(check, run.ref, message, **run.where(None, path))
