@@ -266,8 +266,8 @@ def names_object(expression: str) -> bool:
     return _OBJECT.search(_STRING_LITERAL.sub("", expression)) is not None
 
 
-# A role, a field path (`path`, `envPaths`, `trainerPath`), or a unit's facts taken whole
-# (`string(container)`, `container[k]`): all that twin templates' units differ in (kubegap.facts.twins).
+# A role, a field path (`path`, `envPaths`, `trainerPath`), or a unit's facts taken whole or by a key
+# computed at run time (`container[k]`): all that twin templates' units differ in (kubegap.facts.twins).
 _PLACE = re.compile(
     r"(?<!\w)(?:role|\w*[pP]ath\w*)\b|(?<![.\w])(?:template|container|node|pool|claim)\b(?!\s*\.)"
 )
@@ -287,7 +287,7 @@ def reads_place(policy: Policy) -> bool:
 
 def names_place(expression: str | None) -> bool:
     """Whether the expression may read a unit's role or a field path (`_PLACE`), outside string literals."""
-    return bool(expression) and _PLACE.search(_STRING_LITERAL.sub("", expression or "")) is not None
+    return expression is not None and _PLACE.search(_STRING_LITERAL.sub("", expression)) is not None
 
 
 def check(policy: Policy) -> None:
