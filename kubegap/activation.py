@@ -89,6 +89,7 @@ class Run:
     scope_programs: Mapping[tuple[int, str], batch.ScopeProgram] = field(default_factory=dict)
     converted: dict[int, Any] = field(default_factory=dict)
     outcomes: dict[tuple[int, str], batch.Outcomes | None] = field(default_factory=dict)  # (group, scope)
+    batch_activations: dict[int, Any] = field(default_factory=dict)  # group -> its scope programs' activation
     activations: dict[tuple[int, int], tuple[dict[str, Any], Any]] = field(default_factory=dict)
     sizes: dict[int, int] = field(default_factory=dict)  # id of a binding -> its longest list or map
     places: dict[int, tuple[tuple[str, ...], str]] = field(default_factory=dict)  # id(unit) -> where parts

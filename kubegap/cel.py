@@ -30,7 +30,11 @@ VARIABLES = (
     "claim",
     "pool",
     "variables",
-    "kubegapUnits",
+    # each scope's units, for its one program (kubegap.batch.units_variable)
+    *(
+        f"kubegapUnits_{s}"
+        for s in ("workload", "template", "container", "node", "cluster_node", "pool", "claim")
+    ),
 )
 BACKENDS = ("cel-expr", "cel-python")
 

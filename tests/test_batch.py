@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubegap import cel, testing
+from kubegap import batch, cel, testing
 from kubegap.config import Settings
 from kubegap.evaluate import Engine, build_engine
 from kubegap.findings import Result
@@ -148,3 +148,8 @@ def test_a_policy_that_does_not_apply_gives_nothing_batched(tmp_path: Path, back
 def backend(request: pytest.FixtureRequest) -> str:
     name: str = request.param
     return name
+
+
+def test_every_scope_has_a_declared_units_variable() -> None:
+    """Each scope's program reads its units from its own variable, which both runtimes must declare."""
+    assert {batch.units_variable(scope) for scope in batch.SCOPE_BINDINGS} <= set(cel.VARIABLES)
