@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -173,23 +174,22 @@ def owned(obj: dict[str, Any]) -> dict[str, Any]:
 def renamed(body: bytes, count: int) -> list[bytes]:
     """`count` reviews of the review's object made by a controller under other names: the pods of one Job,
     which an engine that remembers identical objects (kubegap.memo) evaluates once."""
-    review = json.loads(body)
-    request = review["request"]
-    base = owned(request["object"])
-    out = []
-    for index in range(count):
-        request["object"] = {**base, "metadata": {**base["metadata"], "name": f"pod-{index:05d}"}}
-        out.append(json.dumps(review, separators=(",", ":")).encode())
-    return out
+    base = owned(json.loads(body)["request"]["object"])
+    names = ({**base, "metadata": {**base["metadata"], "name": f"pod-{i:05d}"}} for i in range(count))
+    return _reviews(body, names)
 
 
 def variants(body: bytes, count: int) -> list[bytes]:
     """`count` reviews of distinct objects (`copies` of the review's object): a webhook that remembers
     identical objects (kubegap.memo) evaluates each of these anew."""
+    return _reviews(body, copies(json.loads(body)["request"]["object"], count))
+
+
+def _reviews(body: bytes, objects: Iterable[dict[str, Any]]) -> list[bytes]:
+    """The review `body` once for each of `objects`."""
     review = json.loads(body)
-    request = review["request"]
     out = []
-    for obj in copies(request["object"], count):
-        request["object"] = obj
+    for obj in objects:
+        review["request"]["object"] = obj
         out.append(json.dumps(review, separators=(",", ":")).encode())
     return out

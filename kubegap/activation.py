@@ -293,9 +293,8 @@ class UnitState:
         """The validation's pass on this unit, at the unit's own path."""
         where = self._passes.get(validation.reads_values)
         if where is None:
-            default = render(self.unit.path) if self.unit.path is not None else None
             where = self._passes[validation.reads_values] = self.run.where(
-                self.unit, default or None, validation.reads_values
+                self.unit, self.unit.default_path or None, validation.reads_values
             )
         return passed(validation.check, self.run.ref, **where)
 

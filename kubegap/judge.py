@@ -69,16 +69,12 @@ def _judge_alone(
     except CelError as err:
         return applies, _error(run, validation, unit, f"appliesTo failed: {err}")
     if reason:
-        return True, skip(validation.check, run.ref, reason, **run.where(unit, _default_path(unit)))
+        return True, skip(validation.check, run.ref, reason, **run.where(unit, unit.default_path))
     return True, _judge(run, validation, state, outcome)
 
 
-def _default_path(unit: Unit) -> str | None:
-    return render(unit.path) if unit.path is not None else None
-
-
 def _error(run: Run, validation: CompiledValidation, unit: Unit, message: str) -> Finding:
-    return error(validation.check, run.ref, message, **run.where(unit, _default_path(unit)))
+    return error(validation.check, run.ref, message, **run.where(unit, unit.default_path))
 
 
 def _judge(
@@ -94,7 +90,7 @@ def _judge(
         return _error(run, validation, unit, f"evaluation failed: {err}")
     if not isinstance(verdict, bool):
         return _error(run, validation, unit, f"expression gave {type(verdict).__name__}, not a bool")
-    check, default_path = validation.check, _default_path(unit)
+    check, default_path = validation.check, unit.default_path
     if verdict:
         return state.passed(validation)
     fallback = validation.validation.message or f"{validation.validation.name} failed"

@@ -31,6 +31,11 @@ class Unit:
     # in field paths and the role, so a verdict that reads neither is the same for both.
     original: Unit | None = field(default=None, compare=False, repr=False)
 
+    @property
+    def default_path(self) -> str | None:
+        """Where a finding about the unit points when its validation names no field."""
+        return render(self.path) if self.path is not None else None
+
 
 @dataclass(frozen=True, slots=True)
 class InvalidDeclaration:
