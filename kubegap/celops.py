@@ -72,21 +72,28 @@ def mapping(pairs: Iterable[tuple[Any, Any]]) -> dict[str, Any]:
     return out
 
 
-def equal(a: Any, b: Any) -> bool:
+def equal(a: Any, b: Any, negated: bool = False) -> bool:
+    """`a == b`; for `a != b` (`negated`), cel-python compares lists and maps item by item with `!=`."""
     kind = type(a)
     if kind is type(b) and (kind in _SCALARS or kind is int):
         return bool(a == b)
     if a is None or b is None:
-        if _kind(a if b is None else b) in (str, list, dict):
-            return False  # text, a list or a map against null: false in both runtimes (measured)
-        raise Unsure  # a number against null is false in cel-expr, an error in cel-python
+        other = _kind(a if b is None else b)
+        if other is str or (other in (list, dict) and not negated):
+            return False  # text against null, or a list or map under `==`: false in both runtimes (measured)
+        # a number against null is false in cel-expr, an error in cel-python; so is a list or a map under `!=`
+        raise Unsure
     if _kind(a) is not _kind(b):
         raise Unsure  # mixed types: false in one runtime, an error in another
     if isinstance(a, Mapping):
         if any(type(k) is not str for k in (*a, *b)):
             raise Unsure
-        return a.keys() == b.keys() and all(equal(v, b[k]) for k, v in a.items())
-    return len(a) == len(b) and all(equal(x, y) for x, y in zip(a, b, strict=True))
+        return a.keys() == b.keys() and all(equal(v, b[k], negated) for k, v in a.items())
+    return len(a) == len(b) and all(equal(x, y, negated) for x, y in zip(a, b, strict=True))
+
+
+def not_equal(a: Any, b: Any) -> bool:
+    return not equal(a, b, negated=True)
 
 
 def _kind(value: Any) -> type:
@@ -203,19 +210,15 @@ def size(value: Any) -> int:
 
 def string(value: Any) -> str:
     kind = type(value)
-    if kind is str:
-        return value
-    if kind is int:
+    if kind is str or kind is int:
         return str(value)
-    if kind is bool:
-        return "true" if value else "false"
-    raise Unsure  # a double's text differs between runtimes
+    raise Unsure  # a double's text differs between runtimes, and a bool's (cel-python writes `True`)
 
 
 def integer(value: Any) -> int:
     kind = type(value)
     if kind is int:
-        return value
+        return int(value)
     if kind is float and -(2.0**63) < value < 2.0**63:  # NaN fails both tests
         return int(value)  # truncated toward zero, as in CEL
     if kind is str and _WHOLE.fullmatch(value):
@@ -225,9 +228,7 @@ def integer(value: Any) -> int:
 
 def double(value: Any) -> float:
     kind = type(value)
-    if kind is float:
-        return value
-    if kind is int:
+    if kind is float or kind is int:
         return float(value)
     if kind is str and _DECIMAL.fullmatch(value):
         return float(value)  # both parse to the nearest double; short decimals leave no doubt
@@ -297,6 +298,7 @@ def joined(items: Any) -> str:
 _FLAGS = re.compile(r"\(\?([ims]+)\)")
 _CLASS_ESCAPES = {"d": "0-9", "w": "0-9A-Za-z_", "s": r"\t\n\f\r "}
 _REPEAT = re.compile(r"\{(\d+)(,(\d*))?\}")
+_RANGE_AFTER = re.compile(r"-[^\]]")
 _LONGEST = {0: 1 << 62, 1: 100_000, 2: 2_000}  # text length by the number of unbounded repeats
 _UNSURE: tuple[None, bool, int] = (None, False, 0)
 
@@ -324,6 +326,8 @@ def _regex(pattern: str) -> tuple[re.Pattern[str] | None, bool, int]:
             e = pattern[at]
             at += 1
             if e in _CLASS_ESCAPES:
+                if in_class and (pattern[at - 3] == "-" or _RANGE_AFTER.match(pattern, at)):
+                    return _UNSURE  # a range to or from a class: an error in RE2, characters to Python
                 out.append(_CLASS_ESCAPES[e] if in_class else f"[{_CLASS_ESCAPES[e]}]")
             elif e.isascii() and not e.isalnum() and not e.isspace():
                 out.append("\\" + e)
@@ -359,6 +363,8 @@ def _regex(pattern: str) -> tuple[re.Pattern[str] | None, bool, int]:
                 return _UNSURE  # a repeated group, a possessive or doubled repeat, or nothing to repeat
             if repeat is not None:
                 low, comma, high = repeat.groups()
+                if any(n and n[0] == "0" and len(n) > 1 for n in (low, high)):
+                    return _UNSURE  # RE2 reads a count with a leading zero as text, Python as a count
                 if int(low) > 1000 or (high and int(high) > 1000):
                     return _UNSURE  # RE2 refuses repeats past 1,000
                 unbounded += bool(comma) and not high

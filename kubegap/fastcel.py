@@ -31,6 +31,7 @@ _OPERATORS = {
     "/": "divide",
     "%": "modulo",
     "==": "equal",
+    "!=": "not_equal",
     "<": "less",
     "<=": "less_equal",
     ">": "greater",
@@ -67,7 +68,7 @@ def compile_fast(source: str) -> FastProgram | None:
     text = "\n".join(["def program(A):", *lines, f"    return {body}", ""])
     namespace: dict[str, Any] = {"o": celops}
     try:
-        exec(compile(text, "<kubegap.fastcel>", "exec"), namespace)  # noqa: S102 - written from a parsed tree
+        exec(compile(text, "<kubegap.fastcel>", "exec"), namespace)  # written from a parsed tree
     except (SyntaxError, RecursionError, MemoryError):  # nested deeper than Python's parser takes
         return None
     program: FastProgram = namespace["program"]
@@ -133,8 +134,6 @@ class _Writer:
 
     def operator(self, tree: Tree, local: frozenset[str]) -> str:
         symbol, left, right = tree[1], self.expr(tree[2], local), self.expr(tree[3], local)
-        if symbol == "!=":
-            return f"(not o.equal({left}, {right}))"
         return f"o.{_OPERATORS[symbol]}({left}, {right})"
 
     def call(self, tree: Tree, local: frozenset[str]) -> str:
@@ -142,6 +141,8 @@ class _Writer:
         found = _FUNCTIONS.get((name, target is not None, len(args)))
         if found is None:
             raise Unsupported(f"function {name}")
+        if found == "contains" and not _converted(target, local):
+            raise Unsupported("contains() on text the expression may have built")
         values = [self.expr(t, local) for t in ((target,) if target is not None else ()) + args]
         return f"o.{found}({', '.join(values)})"
 
@@ -151,9 +152,7 @@ class _Writer:
         inner = local | {variable}
         each = f"for c_{variable} in {items}"
         if name == "map":
-            value = self.expr(args[-1], inner)
-            test = f" if {self.boolean(args[0], inner)}" if len(args) == 2 else ""
-            return f"[{value} {each}{test}]"
+            return f"[{self.expr(args[0], inner)} {each}]"
         test = self.boolean(args[0], inner)
         if name == "filter":
             return f"[c_{variable} {each} if {test}]"
@@ -164,8 +163,17 @@ class _Writer:
         return f"(sum(1 {each} if {test}) == 1)"  # exists_one
 
 
+def _converted(tree: Tree, local: frozenset[str]) -> bool:
+    """Whether `tree` reads a literal or a binding. cel-python's `contains` fails on text that `+` built (it
+    becomes a Python str, measured); such text can come only from the expression or a macro's variable."""
+    while tree[0] in ("sel", "index"):
+        tree = tree[1]
+    return tree[0] == "lit" or (tree[0] == "id" and tree[1] not in local)
+
+
 def _chain(tree: Tree, kind: str) -> list[Tree]:
-    """`a && b && c` as [a, b, c]: one flat Python `and`, not nested ones (Python's parser nests only so deep)."""
+    """`a && b && c` as [a, b, c]: one flat Python `and`, not nested ones (Python's parser nests only so
+    deep)."""
     out = []
     stack = [tree]
     while stack:
