@@ -8,7 +8,11 @@ case the fast path does not know, keeps the runtime's answer and message:
 - operators and functions check their operands' CEL types and leave anything doubtful to the runtime
   (kubegap.celops);
 - `&&`, `||`, `?:` and the macros run left to right and stop early. Where nothing raises, that is CEL's
-  answer (CEL's commutative `&&` and `||` differ only where one side errs, and that raises here);
+  answer (CEL's commutative `&&` and `||` differ only where one side errs, and that raises here). Except
+  around comprehensions: cel-python evaluates every operand of `&&` and `||`, and an error inside a
+  comprehension (`map`, `filter`, `exists_one`, a range that is no list) escapes them where cel-expr's
+  answer stands (measured; `all`, `exists` and `?:` contain it). So an operand of `&&` or `||` holding a
+  comprehension is always evaluated, and must not raise;
 - an expression using CEL the fast path does not know (kubegap.celparse) is not compiled at all.
 
 `tests/test_fastcel.py` compares it with the runtime on every bundled example and on generated values.
@@ -114,7 +118,10 @@ class _Writer:
         if kind == "neg":
             return f"o.minus({self.expr(tree[1], local)})"
         if kind in ("and", "or"):
-            parts = (self.boolean(t, local) for t in _chain(tree, kind))
+            chain = _chain(tree, kind)
+            parts = [self.boolean(t, local) for t in chain]
+            if any(_has_macro(t) for t in chain[1:]):  # every operand, as cel-python (see the module text)
+                return f"{'all' if kind == 'and' else 'any'}(({', '.join(parts)},))"
             return f"({f' {kind} '.join(parts)})"
         if kind == "cond":
             test, then, otherwise = (self.expr(t, local) for t in tree[1:])
@@ -169,6 +176,13 @@ def _converted(tree: Tree, local: frozenset[str]) -> bool:
     while tree[0] in ("sel", "index"):
         tree = tree[1]
     return tree[0] == "lit" or (tree[0] == "id" and tree[1] not in local)
+
+
+def _has_macro(tree: Any) -> bool:
+    """Whether a comprehension is anywhere in `tree` (a node, or a tuple of nodes or of pairs)."""
+    if type(tree) is not tuple:
+        return False
+    return (bool(tree) and tree[0] == "macro") or any(_has_macro(t) for t in tree)
 
 
 def _chain(tree: Tree, kind: str) -> list[Tree]:

@@ -221,6 +221,12 @@ CASES = [
     "facts.l.map(facts, facts + 1)",
     "facts.l.map(l, facts.l.filter(x, x < l))", "[1, 2].map(x, [x].map(y, x + y))", "[].all(x, x)",
     "[].exists_one(x, x)", "facts.maps.map(m, has(m.a))",
+    # an error inside a comprehension that CEL's `&&`, `||` or `exists` would not reach
+    "false && facts.l.map(x, x / 0) == []", "facts.t || facts.l.filter(x, x / 0 == 1) == []",
+    "false && facts.l.exists_one(x, x / 0 == 1)", "false && facts.i.exists(x, true)",
+    "false && facts.l.map(x, x) == [1]", "has(facts.m.z) && facts.m.z.exists(x, x)",
+    "facts.t || [facts.d].map(y, y.b) == []", "[1, 0].exists(x, x == 1 ? true : [x].map(y, 1 / y) == [])",
+    "[1, 0].all(x, x == 1 ? false : [facts.d].map(y, y.b) == [])", "facts.l.exists(x, [x].map(y, y) == [1])",
     # string literals: escapes, raw, triple-quoted; comments and trailing commas; hex and float literals
     r"'a\nb'", r"'a\tb'", r"'a\\b'", r"'a\'b'", r'"a\"b"', r"'\x41'", r"'\X41'", r"'\u00e9'", r"'\U0001F600'",
     r"'\101'", r"'\?'", r"'\`'", r"'\a\b\f\v\r'", r"'\ud800'", r"r'a\nb'", r"R'\x41'", r"r'\''",
