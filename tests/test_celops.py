@@ -108,6 +108,8 @@ FACTS: dict[str, Any] = {
     "one": 1.0,
     "nz": -0.0,
     "big": 1e300,
+    "inf": math.inf,
+    "nan": math.nan,
     "s": "héllo",
     "e": "",
     "emoji": "😀",
@@ -149,6 +151,11 @@ CASES = [
     "facts.i + facts.d", "facts.i == facts.one", "facts.i < facts.d", "facts.one == 1.0", "1 + 1.0",
     "facts.t == 1", "facts.t == facts.i", "facts.f == facts.zero", "facts.t == true", "facts.nz == 0.0",
     "facts.d * 2.0", "facts.big * facts.big", "-facts.nz", "facts.d - 0.5",
+    # infinities and NaN (YAML has .inf and .nan)
+    "facts.nan == facts.nan", "facts.nan != facts.nan", "facts.nan < 1.0", "[facts.nan] == [facts.nan]",
+    "facts.nan in [facts.nan]", "facts.inf == facts.inf", "facts.inf - facts.inf", "-facts.inf",
+    "int(facts.nan)", "string(facts.nan)", "durationText(facts.nan)", "durationText(-facts.inf)",
+    "facts.inf > facts.max",
     # `== null` for text, int, double, bool, list, map and null
     "facts.s == null", "facts.i == null", "facts.d == null", "facts.t == null", "facts.l == null",
     "facts.m == null", "facts.n == null", "null == facts.n", "facts.s != null", "null == null",
@@ -356,7 +363,7 @@ INTS = (
     -(2**31),
     3037000500,
 )
-DOUBLES = (0.0, -0.0, 0.5, -2.5, 1.0, 3.0, 0.1, 1e300, -1e300, 5e-324, 2.0**63, 9.2e18, 86400.5)
+DOUBLES = (0.0, -0.0, 0.5, -2.5, 1.0, 3.0, 0.1, 1e300, -1e300, 5e-324, 2.0**63, 9.2e18, 86400.5, math.nan)
 TEXTS = (
     "",
     "a",
@@ -378,6 +385,7 @@ TEXTS = (
 )
 PATTERNS = ("^a", "b$", "(?i)^a", "^[a-z]+$", r"^\d+$", r"\w", "(?m)^b$", "^.$", "a{01}", r"[\w-a]", "(", "")
 GLOBS = ("a*", "*", "rdma/*", "", "é")
+_NONFINITE = {"inf": "(1e308 * 10.0)", "-inf": "(-1e308 * 10.0)", "nan": "(1e308 * 10.0 - 1e308 * 10.0)"}
 KEYS = ("a", "b", "c", "é", "x y", "")
 
 
@@ -463,7 +471,9 @@ class Gen:
             return f"0x{value:x}" if value > 0 and rng.random() < 0.2 else str(value)
         if type(value) is str:
             return _quoted(value, rng)
-        return {True: "true", False: "false", None: "null"}.get(value, repr(value))
+        if type(value) is float:
+            return repr(value) if math.isfinite(value) else _NONFINITE[repr(value)]
+        return "null" if value is None else str(value).lower()
 
     def cond(self, kind: str, depth: int) -> str:
         return f"({self.expr('bool', depth)} ? {self.expr(kind, depth)} : {self.expr(kind, depth)})"
@@ -582,7 +592,7 @@ def _bindings(rng: random.Random) -> dict[str, Any]:
     return {"facts": facts, "params": {"n": _value(rng, "int", 0), "l": _value(rng, "list", 1)}}
 
 
-GENERATED = 3000  # each runs on cel-expr; every third on cel-python as well (it is far slower)
+GENERATED = 4000  # each runs on cel-expr; every other one on cel-python as well (it is far slower)
 
 
 def test_generated() -> None:
@@ -591,10 +601,19 @@ def test_generated() -> None:
     failures = []
     for number in range(GENERATED):
         bindings = _bindings(rng)
-        source = Gen(rng, bindings).expr(rng.choice(KINDS), rng.randrange(1, 5))
+        kind = rng.choice(("int", "double", "string", "bool", "bool", "list"))
+        source = getattr(Gen(rng, bindings), f"make_{kind}")(rng.randrange(4))  # an operation at the top
         try:
-            answered += check(source, bindings, RUNTIMES if number % 3 == 0 else RUNTIMES[:1])
+            answered += check(source, bindings, RUNTIMES if number % 2 == 0 else RUNTIMES[:1])
         except AssertionError as err:
             failures.append(str(err).split("\n")[0])
     assert not failures, f"{len(failures)} disagreements, first: " + "\n".join(failures[:10])
     assert answered > 0.3 * GENERATED, f"the fast path answered {answered} of {GENERATED}"
+
+
+@pytest.mark.xfail(
+    raises=OverflowError, strict=True, reason="kubegap.cel lets cel-python's OverflowError out"
+)
+def test_int_of_an_infinity_is_an_error_in_both_runtimes() -> None:
+    for name in RUNTIMES:
+        assert runtime(name, "int(facts.inf)", BINDINGS)[0] == "error"
