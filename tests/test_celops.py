@@ -345,48 +345,20 @@ def _quoted(text: str, rng: random.Random | None = None) -> str:
 
 # Generated cases: random values, and random expressions over them that are mostly well typed (so the fast
 # path has something to answer), now and then not.
+# fmt: off
 SCALARS = ("int", "double", "string", "bool", "null")
 KINDS = (*SCALARS, "list", "map")
-INTS = (
-    0,
-    1,
-    -1,
-    2,
-    3,
-    -7,
-    100,
-    INT64_MAX,
-    INT64_MIN,
-    INT64_MAX - 1,
-    INT64_MIN + 1,
-    2**62,
-    -(2**31),
-    3037000500,
-)
+INTS = (0, 1, -1, 2, 3, -7, 100, INT64_MAX, INT64_MIN, INT64_MAX - 1, INT64_MIN + 1, 2**62, -(2**31),
+        3037000500)
 DOUBLES = (0.0, -0.0, 0.5, -2.5, 1.0, 3.0, 0.1, 1e300, -1e300, 5e-324, 2.0**63, 9.2e18, 86400.5, math.nan)
-TEXTS = (
-    "",
-    "a",
-    "b",
-    "ab",
-    "A",
-    "é",
-    "e\u0301",
-    "😀",
-    "a\nb",
-    " 3",
-    "3",
-    "-12",
-    "007",
-    "1e3",
-    "3.5",
-    "ß",
-    "\u212a",
-)
+TEXTS = ("", "a", "b", "ab", "A", "é", "e\u0301", "😀", "a\nb", " 3", "3", "-12", "007", "1e3", "3.5", "ß",
+         "\u212a")
 PATTERNS = ("^a", "b$", "(?i)^a", "^[a-z]+$", r"^\d+$", r"\w", "(?m)^b$", "^.$", "a{01}", r"[\w-a]", "(", "")
 GLOBS = ("a*", "*", "rdma/*", "", "é")
-_NONFINITE = {"inf": "(1e308 * 10.0)", "-inf": "(-1e308 * 10.0)", "nan": "(1e308 * 10.0 - 1e308 * 10.0)"}
 KEYS = ("a", "b", "c", "é", "x y", "")
+# fmt: on
+VALUES: dict[str, Sequence[Any]] = {"int": INTS, "double": DOUBLES, "string": TEXTS, "bool": (True, False)}
+_NONFINITE = {"inf": "(1e308 * 10.0)", "-inf": "(-1e308 * 10.0)", "nan": "(1e308 * 10.0 - 1e308 * 10.0)"}
 
 
 def _kind(value: Any) -> str:
@@ -401,13 +373,7 @@ def _value(rng: random.Random, kind: str, depth: int) -> Any:
         return [_value(rng, same_kind or rng.choice(inner), depth - 1) for _ in range(rng.randrange(4))]
     if kind == "map":
         return {rng.choice(KEYS): _value(rng, rng.choice(inner), depth - 1) for _ in range(rng.randrange(4))}
-    scalars: dict[str, Sequence[Any]] = {
-        "int": INTS,
-        "double": DOUBLES,
-        "string": TEXTS,
-        "bool": (True, False),
-    }
-    return rng.choice(scalars.get(kind, (None,)))
+    return rng.choice(VALUES.get(kind, (None,)))
 
 
 def _walk(value: Any, path: str, out: dict[str, list[tuple[str, Any]]]) -> None:
