@@ -262,6 +262,10 @@ CASES = [
     "matchesAny('cpu', facts.globs)", "matchesAny('a', facts.numbered)", "matchesAny('1', facts.l)",
     "matchesAny(facts.i, facts.strs)", "matchesAny('a', facts.m)", "matchesAny('a', facts.s)",
     "matchesAny('', [])",
+    # precedence and associativity
+    "1 + 2 * 3 - 4 / 2 % 3", "!true == false", "true || false && false", "1 in [1] == true", "1 < 2 == true",
+    "true ? 1 : false ? 2 : 3", "-1 in [-1]", "1 - -1", "- 1", "!!true", "1 < 2 < 3", "(1 + 2) * 3",
+    "facts.i - 2 - 3", "facts.i / 2 / 2", "facts.i % 4 % 2", "{'a': [1, 2]}.a[1] * -facts.i",
     # names the fast path does not bind, and other CEL it does not know
     "size", "int", "type(1)", "dyn(1)", "facts.l.size() == 3", "missing.a",
 ]
