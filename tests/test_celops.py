@@ -333,18 +333,26 @@ def test_regexes_are_mostly_answered() -> None:
 
 
 def _quoted(text: str, rng: random.Random | None = None) -> str:
-    """`text` as a CEL string literal; given `rng`, some non-ASCII characters are written as escapes."""
+    """`text` as a CEL string literal; given `rng`, in a random quote and with random escapes."""
+    quote = rng.choice(("'", '"', "'''", '"""')) if rng is not None else "'"
     out = []
     for c in text:
-        if c in "\\'":
+        if c in "\\'\"":
             out.append("\\" + c)
-        elif ord(c) < 0x20:
-            out.append(f"\\x{ord(c):02x}")
-        elif not c.isascii() and rng is not None and rng.random() < 0.5:
-            out.append(f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}")
+        elif ord(c) < 0x20 or (rng is not None and rng.random() < 0.2):
+            out.append(_escaped(c, rng.randrange(3) if rng is not None else 0))
         else:
             out.append(c)
-    return "'" + "".join(out) + "'"
+    return quote + "".join(out) + quote
+
+
+def _escaped(c: str, style: int) -> str:
+    """`c` as a CEL escape: hexadecimal, octal where it fits, or \\u and \\U."""
+    if style == 0 and ord(c) < 0x100:
+        return f"\\x{ord(c):02x}"
+    if style == 1 and ord(c) < 0o400:
+        return f"\\{ord(c):03o}"
+    return f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}"
 
 
 # Generated cases: random values, and random expressions over them that are mostly well typed (so the fast
