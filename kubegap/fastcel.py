@@ -20,6 +20,7 @@ case the fast path does not know, keeps the runtime's answer and message:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -72,8 +73,12 @@ def compile_fast(source: str) -> FastProgram | None:
     text = "\n".join(["def program(A):", *lines, f"    return {body}", ""])
     namespace: dict[str, Any] = {"o": celops}
     try:
-        exec(compile(text, "<kubegap.fastcel>", "exec"), namespace)  # written from a parsed tree
-    except (SyntaxError, RecursionError, MemoryError):  # nested deeper than Python's parser takes
+        with warnings.catch_warnings():
+            # Python warns on its stderr about a literal indexed by a name (CEL `[1].a`, `null.a`): such a
+            # program only errs, so it is left to the runtime instead (the warning becomes a SyntaxError)
+            warnings.simplefilter("error", SyntaxWarning)
+            exec(compile(text, "<kubegap.fastcel>", "exec"), namespace)  # written from a parsed tree
+    except (SyntaxError, RecursionError, MemoryError):  # or nested deeper than Python's parser takes
         return None
     program: FastProgram = namespace["program"]
     return program

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import math
 import random
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -587,6 +588,16 @@ def test_generated() -> None:
             failures.append(str(err).split("\n")[0])
     assert not failures, f"{len(failures)} disagreements, first: " + "\n".join(failures[:10])
     assert answered > 0.3 * GENERATED, f"the fast path answered {answered} of {GENERATED}"
+
+
+@pytest.mark.parametrize("source", ["[1].a", "'text'.a", "null.a", "true.a", "1.5.a", "{'a': 1}.a"])
+def test_compiling_warns_nothing(source: str) -> None:
+    """A literal read by a field name is no Python warning on the user's terminal."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        fastcel.compile_fast(source)
+    assert not seen, [str(w.message) for w in seen]
+    check(source, BINDINGS)
 
 
 @pytest.mark.xfail(
