@@ -90,17 +90,27 @@ class Run:
     converted: dict[int, Any] = field(default_factory=dict)
     outcomes: dict[tuple[int, str], batch.Outcomes | None] = field(default_factory=dict)  # (group, scope)
     batch_activations: dict[int, Any] = field(default_factory=dict)  # group -> its scope programs' activation
+    batch_bindings: dict[int, dict[str, Any]] = field(default_factory=dict)  # group -> the same, plain
     activations: dict[tuple[int, int], tuple[dict[str, Any], Any]] = field(default_factory=dict)
-    sizes: dict[int, int] = field(default_factory=dict)  # id of a binding -> its longest list or map
+    # id of a binding -> its longest list or map, and whether CEL takes it as it is (kubegap.celcost.survey)
+    sizes: dict[int, tuple[int, bool]] = field(default_factory=dict)
     places: dict[int, tuple[tuple[str, ...], str]] = field(default_factory=dict)  # id(unit) -> where parts
     matched: dict[tuple[int, int], dict[str, list[str]]] = field(default_factory=dict)  # (group, unit)
 
     def items(self, value: Any) -> int:
         """The size of the longest list or map in `value` (a binding), measured once per object."""
+        return self._survey(value)[0]
+
+    def fits(self, value: Any) -> bool:
+        """Whether CEL takes `value` (a binding) as it is, for the fast path (kubegap.fastcel)."""
+        return self._survey(value)[1]
+
+    def _survey(self, value: Any) -> tuple[int, bool]:
         key = id(value)
-        if key not in self.sizes:
-            self.sizes[key] = celcost.longest(value)
-        return self.sizes[key]
+        found = self.sizes.get(key)
+        if found is None:
+            found = self.sizes[key] = celcost.survey(value)
+        return found
 
     def outcome(self, policy: CompiledPolicy, unit: Unit) -> Mapping[str, tuple[Any, ...]] | None:
         """The policy's outcomes for the unit from its scope's one program (kubegap.batch), run once per

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kubegap import celcost
+from kubegap import celcost, celops, fastcel
 from kubegap.cel import Backend, CelError, Program
 from kubegap.compiled import CompiledPolicy
 
@@ -54,6 +54,7 @@ class ScopeProgram:
     program: Program
     policies: tuple[CompiledPolicy, ...]  # in the order of the program's per-unit list
     costs: tuple[celcost.Cost, ...]
+    fast: fastcel.FastProgram | None = None  # the same program in Python, where it compiles (kubegap.fastcel)
 
 
 def build(
@@ -71,12 +72,17 @@ def build(
             globbed = ("globbed",) if group_of[id(chosen[0])].globber is not None else ()
             for name in reversed((*names, *globbed)):
                 body = f"[{_UNIT}.{name}].map({name}, {body})[0]"
+            source = f"{units_variable(scope)}.map({_UNIT}, {body})"
             try:
-                program = backend.compile(f"{units_variable(scope)}.map({_UNIT}, {body})")
+                program = backend.compile(source)
             except CelError:  # each policy's validations still run alone, as they compiled alone
                 continue
             costs = tuple(c for p in chosen for c in p.batches[scope].costs)
-            out[(group, scope)] = ScopeProgram(program, tuple(chosen), costs)
+            shared = group_of[id(chosen[0])]
+            # parameters are the same for every object: ones CEL could not take keep the runtime
+            fits = celcost.survey(shared.params)[1] and celcost.survey(shared.text)[1]
+            fast = fastcel.compile_fast(source) if fits and fastcel.enabled() else None
+            out[(group, scope)] = ScopeProgram(program, tuple(chosen), costs, fast)
     return out
 
 
@@ -97,10 +103,12 @@ def evaluate(run: Run, group: Group, scope: str) -> Outcomes | None:
             return None  # each validation then runs alone, within the budget and the deadline
     if run.deadline is not None and time.monotonic() > run.deadline:
         return None  # each validation then reports that it was not evaluated
-    try:
-        values = found.program(_activation(run, group))
-    except CelError:
-        return None
+    values = _fast(run, group, found)
+    if values is None:
+        try:
+            values = found.program(_activation(run, group))
+        except CelError:
+            return None
     out = _outcomes(values, found.policies, scope, judged, run)
     if out is not None and len(judged) < len(units):
         for unit in units:
@@ -123,24 +131,44 @@ def _judged(group: Group, units: Sequence[Unit]) -> Sequence[Unit]:
     return [u for u in units if u.original is None] if group.twins else units
 
 
+def _bindings(run: Run, group: Group) -> dict[str, Any]:
+    """What every scope program of the group reads, as plain values, once per object and group."""
+    found = run.batch_bindings.get(id(group))
+    if found is None:
+        found = {"facts": run.facts.facts, "params": group.params, "paramsText": group.text}
+        if group.reads_object:
+            found["object"] = run.obj
+        for scope, units in run.facts.units.items():
+            if (id(group), scope) in run.scope_programs:
+                found[units_variable(scope)] = [_unit(run, group, u) for u in _judged(group, units)]
+        run.batch_bindings[id(group)] = found
+    return found
+
+
+def _fast(run: Run, group: Group, found: ScopeProgram) -> Any:
+    """The program's value from Python (kubegap.fastcel); None where the runtime must answer."""
+    if found.fast is None:
+        return None
+    bindings = _bindings(run, group)
+    for name, value in bindings.items():
+        if name.startswith(UNITS):
+            if not all(run.fits(v) for unit in value for v in unit.values()):
+                return None
+        elif name not in ("params", "paramsText") and not run.fits(value):  # parameters: checked at build
+            return None
+    try:
+        return fastcel.run(found.fast, bindings)
+    except celops.Unsure:
+        return None
+
+
 def _activation(run: Run, group: Group) -> Any:
     """One activation per object and group for every scope's program. cel-expr converts a value on its
     first use and keeps it in the activation, so the facts and the parameters are converted once per
     object (one activation per program converted them once per scope: about 30 µs each time)."""
     found = run.batch_activations.get(id(group))
     if found is None:
-        bindings: dict[str, Any] = {
-            "facts": run.facts.facts,
-            "params": group.params,
-            "paramsText": group.text,
-        }
-        if group.reads_object:
-            bindings["object"] = run.obj
-        converted = {name: run.convert(value) for name, value in bindings.items()}
-        for scope, units in run.facts.units.items():
-            if (id(group), scope) in run.scope_programs:
-                units_seen = [_unit(run, group, u) for u in _judged(group, units)]
-                converted[units_variable(scope)] = run.backend.convert(units_seen)
+        converted = {name: run.convert(value) for name, value in _bindings(run, group).items()}
         found = run.batch_activations[id(group)] = run.backend.activation(converted)
     return found
 

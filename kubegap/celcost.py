@@ -24,6 +24,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubegap.integers import INT64_MAX, INT64_MIN
+
 ASSUMED_ITEMS = 256  # more than a pod template's containers, env or args normally hold
 ESTIMATE_LIMIT = 10_000_000  # per expression, as apiextensions' StaticEstimatedCostLimit
 RUNTIME_BUDGET = 1_000_000  # per evaluation of one expression, as apiserver's PerCallLimit (cel-expr)
@@ -139,28 +141,56 @@ def _is_literal(tokens: list[tuple[str, str]], open_index: int) -> bool:
 
 def longest(value: Any) -> int:
     """The length of the longest list or map anywhere in `value`: the N a comprehension may walk."""
+    return survey(value)[0]
+
+
+def survey(value: Any) -> tuple[int, bool]:
+    """`longest(value)`, and whether CEL takes `value` as it is: dicts with text keys, lists, and scalars,
+    with every integer within int64 and all text valid Unicode. Only then does the Python fast path answer
+    (kubegap.fastcel): cel-expr converts a variable whole on first use and fails on an integer past int64
+    anywhere in it (measured), and a lone surrogate, which a JSON string may hold, is no UTF-8 text."""
     best = 0
-    stack = [value]
-    push = stack.append
+    plain = True
+    stack: list[Any] = [(value,)]  # collections of values to look at; the root's is not measured
     while stack:
-        item = stack.pop()
-        kind = type(item)
-        # facts are plain dicts and lists of scalars: exact type tests, and scalars never pushed, halve
-        # the time of the abstract-type checks every value would otherwise take
-        if kind is dict or kind is list or kind is tuple:
-            best = max(best, len(item))
-            for each in item.values() if kind is dict else item:
-                if type(each) not in _SCALARS:
-                    push(each)
-        elif kind in _SCALARS:
-            continue
-        elif isinstance(item, Mapping):
-            best = max(best, len(item))
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            best = max(best, len(item))
-            stack.extend(item)
-    return best
+        for each in stack.pop():
+            kind = type(each)
+            # facts are plain dicts and lists of scalars: exact type tests first
+            if kind is str:
+                if plain and not each.isascii():
+                    plain = _utf8(each)
+            elif kind is dict:
+                best = max(best, len(each))
+                if plain:
+                    try:
+                        keys = "".join(each)
+                    except TypeError:  # a key other than text
+                        plain = False
+                    else:
+                        plain = keys.isascii() or _utf8(keys)
+                stack.append(each.values())
+            elif kind is list:
+                best = max(best, len(each))
+                stack.append(each)
+            elif kind is int:
+                if not INT64_MIN <= each <= INT64_MAX:
+                    plain = False
+            elif kind is float or kind is bool or each is None:
+                continue
+            else:
+                plain = False
+                if isinstance(each, Mapping):
+                    best = max(best, len(each))
+                    stack.append(each.values())
+                elif isinstance(each, list | tuple):
+                    best = max(best, len(each))
+                    stack.append(each)
+    return best, plain
 
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
+def _utf8(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -1,0 +1,202 @@
+"""CEL compiled to Python over plain values: a fast path that answers only where it is sure.
+
+Converting an object's facts into CEL values is most of what a CEL call costs (kubegap.batch), and it is
+paid again for every object. A program compiled to Python reads the facts as they are. It gives the
+answer CEL gives, or raises; then the CEL runtime evaluates the same program, so every error, and every
+case the fast path does not know, keeps the runtime's answer and message:
+
+- operators and functions check their operands' CEL types and leave anything doubtful to the runtime
+  (kubegap.celops);
+- `&&`, `||`, `?:` and the macros run left to right and stop early. Where nothing raises, that is CEL's
+  answer (CEL's commutative `&&` and `||` differ only where one side errs, and that raises here);
+- an expression using CEL the fast path does not know (kubegap.celparse) is not compiled at all.
+
+`tests/test_fastcel.py` compares it with the runtime on every bundled example and on generated values.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kubegap import celops
+from kubegap.celparse import RELATIONS, Tree, Unsupported, parse
+
+FastProgram = Callable[[Mapping[str, Any]], Any]
+
+_OPERATORS = {
+    "+": "add",
+    "-": "subtract",
+    "*": "multiply",
+    "/": "divide",
+    "%": "modulo",
+    "==": "equal",
+    "<": "less",
+    "<=": "less_equal",
+    ">": "greater",
+    ">=": "greater_equal",
+    "in": "contained",
+}
+# name, whether it is called on a target, arity -> the celops function
+_FUNCTIONS = {
+    ("size", False, 1): "size",
+    ("size", True, 0): "size",
+    ("string", False, 1): "string",
+    ("int", False, 1): "integer",
+    ("double", False, 1): "double",
+    ("startsWith", True, 1): "starts_with",
+    ("endsWith", True, 1): "ends_with",
+    ("contains", True, 1): "contains",
+    ("matches", True, 1): "matches",
+    ("matches", False, 2): "matches",
+    ("durationText", False, 1): "duration_text",
+    ("matchesAny", False, 2): "matches_any",
+    ("joined", False, 1): "joined",
+}
+# every celops function a program may call, bound as a global of the program (one lookup, not two)
+_USED = frozenset(
+    {*_OPERATORS.values(), *_FUNCTIONS.values()}
+    | {"has", "index", "mapping", "negate", "minus", "boolean", "listed"}
+)
+_BOOLEAN_CALLS = frozenset({"starts_with", "ends_with", "contains", "matches", "matches_any"})
+
+
+def enabled() -> bool:
+    """`KUBEGAP_CEL_FAST=0` leaves every program to the runtime: to tell a fast-path answer from CEL's."""
+    return os.environ.get("KUBEGAP_CEL_FAST", "1") != "0"
+
+
+def compile_fast(source: str) -> FastProgram | None:
+    """`source` as a Python function of the bindings; None where it uses CEL the fast path does not know."""
+    try:
+        writer = _Writer()
+        body = writer.expr(parse(source), frozenset())
+    except (Unsupported, RecursionError):
+        return None
+    lines = [f"    b_{name} = A[{name!r}]" for name in sorted(writer.bindings)]
+    text = "\n".join(["def program(A):", *lines, f"    return {body}", ""])
+    namespace: dict[str, Any] = {f"o_{name}": getattr(celops, name) for name in _USED}
+    try:  # the text is written from a parsed tree: names are prefixed, literals written by repr()
+        exec(compile(text, "<kubegap.fastcel>", "exec"), namespace)
+    except (SyntaxError, RecursionError, MemoryError):  # nested deeper than Python's parser takes
+        return None
+    program: FastProgram = namespace["program"]
+    return program
+
+
+def run(program: FastProgram, bindings: Mapping[str, Any]) -> Any:
+    """The program's value; raises `celops.Unsure` where only the runtime can tell."""
+    try:
+        return program(bindings)  # bindings hold no tuples (kubegap.celcost.survey): neither does the value
+    except celops.Unsure:
+        raise
+    except Exception as err:  # any other failure in Python is an error or a doubt in CEL: ask the runtime
+        raise celops.Unsure from err
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.bindings: set[str] = set()
+
+    def expr(self, tree: Tree, local: frozenset[str]) -> str:
+        kind = tree[0]
+        if kind == "lit":
+            return repr(tree[1])
+        if kind == "id":
+            if tree[1] in local:
+                return f"c_{tree[1]}"
+            self.bindings.add(tree[1])
+            return f"b_{tree[1]}"
+        if kind == "sel":
+            return f"{self.expr(tree[1], local)}[{tree[2]!r}]"  # a list or a string raises TypeError
+        if kind == "has":
+            return f"o_has({self.expr(tree[1], local)}, {tree[2]!r})"
+        if kind == "index":
+            return f"o_index({self.expr(tree[1], local)}, {self.expr(tree[2], local)})"
+        if kind == "list":
+            return f"[{', '.join(self.expr(t, local) for t in tree[1])}]"
+        if kind == "map":
+            pairs = ", ".join(f"({self.expr(k, local)}, {self.expr(v, local)})" for k, v in tree[1])
+            return f"o_mapping(({pairs},))" if pairs else "{}"
+        if kind == "not":
+            return f"o_negate({self.expr(tree[1], local)})"
+        if kind == "neg":
+            return f"o_minus({self.expr(tree[1], local)})"
+        if kind in ("and", "or"):
+            parts = (self.boolean(t, local) for t in _chain(tree, kind))
+            return f"({f' {kind} '.join(parts)})"
+        if kind == "cond":
+            test, then, otherwise = (self.expr(t, local) for t in tree[1:])
+            return f"({then} if {self.boolean(tree[1], local, test)} else {otherwise})"
+        if kind == "op":
+            return self.operator(tree, local)
+        if kind == "call":
+            return self.call(tree, local)
+        if kind == "macro":
+            return self.macro(tree, local)
+        raise Unsupported(kind)
+
+    def boolean(self, tree: Tree, local: frozenset[str], written: str | None = None) -> str:
+        """`tree` where CEL needs a bool: checked, unless it cannot be anything else."""
+        text = written if written is not None else self.expr(tree, local)
+        return text if _is_boolean(tree) else f"o_boolean({text})"
+
+    def operator(self, tree: Tree, local: frozenset[str]) -> str:
+        symbol, left, right = tree[1], self.expr(tree[2], local), self.expr(tree[3], local)
+        if symbol == "!=":
+            return f"(not o_equal({left}, {right}))"
+        return f"o_{_OPERATORS[symbol]}({left}, {right})"
+
+    def call(self, tree: Tree, local: frozenset[str]) -> str:
+        name, target, args = tree[1], tree[2], tree[3]
+        found = _FUNCTIONS.get((name, target is not None, len(args)))
+        if found is None:
+            raise Unsupported(f"function {name}")
+        values = [self.expr(t, local) for t in ((target,) if target is not None else ()) + args]
+        return f"o_{found}({', '.join(values)})"
+
+    def macro(self, tree: Tree, local: frozenset[str]) -> str:
+        name, target, variable, args = tree[1:]
+        items = f"o_listed({self.expr(target, local)})"  # evaluated outside the variable's scope, as in CEL
+        inner = local | {variable}
+        each = f"for c_{variable} in {items}"
+        if name == "map":
+            value = self.expr(args[-1], inner)
+            test = f" if {self.boolean(args[0], inner)}" if len(args) == 2 else ""
+            return f"[{value} {each}{test}]"
+        test = self.boolean(args[0], inner)
+        if name == "filter":
+            return f"[c_{variable} {each} if {test}]"
+        if name == "exists":
+            return f"any({test} {each})"
+        if name == "all":
+            return f"all({test} {each})"
+        return f"(sum(1 {each} if {test}) == 1)"  # exists_one
+
+
+def _chain(tree: Tree, kind: str) -> list[Tree]:
+    """`a && b && c` as [a, b, c]: one flat Python `and`, not nested ones (Python's parser nests only so
+    deep)."""
+    out = []
+    stack = [tree]
+    while stack:
+        item = stack.pop()
+        if item[0] == kind:
+            stack.extend((item[2], item[1]))
+        else:
+            out.append(item)
+    return out
+
+
+def _is_boolean(tree: Tree) -> bool:
+    kind = tree[0]
+    if kind in ("and", "or", "not", "has"):
+        return True
+    if kind == "op":
+        return tree[1] in RELATIONS
+    if kind == "macro":
+        return tree[1] in ("all", "exists", "exists_one")
+    if kind == "call":
+        return _FUNCTIONS.get((tree[1], tree[2] is not None, len(tree[3]))) in _BOOLEAN_CALLS
+    return kind == "lit" and type(tree[1]) is bool
