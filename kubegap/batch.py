@@ -116,7 +116,9 @@ def evaluate(run: Run, group: Group, scope: str) -> Outcomes | None:
                 for policy in found.policies:
                     first = out[(id(policy), id(unit.original))]
                     placed = policy.batches[scope].texts_placed
-                    out[(id(policy), id(unit))] = {n: r[:1] if n in placed else r for n, r in first.items()}
+                    out[(id(policy), id(unit))] = (
+                        {n: r[:1] if n in placed else r for n, r in first.items()} if placed else first
+                    )  # outcomes are only read: a twin shares its original's unless it composes its own
     return out
 
 
