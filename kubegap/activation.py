@@ -18,7 +18,7 @@ from kubegap.cel import Backend, CelError
 from kubegap.compiled import CompiledPolicy, CompiledValidation, Guarded
 from kubegap.facts import ObjectFacts, Unit
 from kubegap.fieldpath import render
-from kubegap.findings import Finding, ObjectRef, Where, passed
+from kubegap.findings import Finding, ObjectRef, Place, Where, passed
 from kubegap.globbed import Globber
 from kubegap.policy import EXEMPTION_PREFIX, Policy
 
@@ -209,7 +209,7 @@ class UnitState:
         self._outcomes: Mapping[str, tuple[Any, ...]] | None = None
         self._batched = False
         self._exemptions: tuple[list[exemptions.Exemption], dict[str, tuple[str, str]]] | None = None
-        self._passes: dict[bool, Where] = {}  # where a pass is, by whether unseen values are listed
+        self._passes: dict[bool, Place] = {}  # where a pass is, by whether unseen values are listed
 
     def _share(self) -> None:
         if self._bindings is None:
@@ -301,12 +301,12 @@ class UnitState:
 
     def passed(self, validation: CompiledValidation) -> Finding:
         """The validation's pass on this unit, at the unit's own path."""
-        where = self._passes.get(validation.reads_values)
-        if where is None:
-            where = self._passes[validation.reads_values] = self.run.where(
-                self.unit, self.unit.default_path or None, validation.reads_values
-            )
-        return passed(validation.check, self.run.ref, **where)
+        place = self._passes.get(validation.reads_values)
+        if place is None:
+            where = self.run.where(self.unit, self.unit.default_path or None, validation.reads_values)
+            place = (where["role"], where["container"], where["path"], where["unresolved"], where["scope"])
+            self._passes[validation.reads_values] = place
+        return passed(validation.check, self.run.ref, place)
 
     def exemption(self, rule: str) -> tuple[str | None, dict[str, tuple[str, str]]]:
         """(the nearest reason that covers `rule`, {path: (problem, fix)} of exemptions that exempt

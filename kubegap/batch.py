@@ -81,7 +81,7 @@ def build(
             shared = group_of[id(chosen[0])]
             # parameters are the same for every object: ones CEL could not take keep the runtime
             fits = celcost.survey(shared.params)[1] and celcost.survey(shared.text)[1]
-            fast = fastcel.compile_fast(source) if fits else None
+            fast = fastcel.compile_fast(source) if fits and fastcel.enabled() else None
             out[(group, scope)] = ScopeProgram(program, tuple(chosen), costs, fast)
     return out
 
@@ -116,7 +116,9 @@ def evaluate(run: Run, group: Group, scope: str) -> Outcomes | None:
                 for policy in found.policies:
                     first = out[(id(policy), id(unit.original))]
                     placed = policy.batches[scope].texts_placed
-                    out[(id(policy), id(unit))] = {n: r[:1] if n in placed else r for n, r in first.items()}
+                    out[(id(policy), id(unit))] = (
+                        {n: r[:1] if n in placed else r for n, r in first.items()} if placed else first
+                    )  # outcomes are only read: a twin shares its original's unless it composes its own
     return out
 
 

@@ -20,6 +20,7 @@ case the fast path does not know, keeps the runtime's answer and message:
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -59,7 +60,17 @@ _FUNCTIONS = {
     ("matchesAny", False, 2): "matches_any",
     ("joined", False, 1): "joined",
 }
+# every celops function a program may call, bound as a global of the program (one lookup, not two)
+_USED = frozenset(
+    {*_OPERATORS.values(), *_FUNCTIONS.values()}
+    | {"has", "index", "mapping", "negate", "minus", "boolean", "listed"}
+)
 _BOOLEAN_CALLS = frozenset({"starts_with", "ends_with", "contains", "matches", "matches_any"})
+
+
+def enabled() -> bool:
+    """`KUBEGAP_CEL_FAST=0` leaves every program to the runtime: to tell a fast-path answer from CEL's."""
+    return os.environ.get("KUBEGAP_CEL_FAST", "1") != "0"
 
 
 def compile_fast(source: str) -> FastProgram | None:
@@ -71,13 +82,13 @@ def compile_fast(source: str) -> FastProgram | None:
         return None
     lines = [f"    b_{name} = A[{name!r}]" for name in sorted(writer.bindings)]
     text = "\n".join(["def program(A):", *lines, f"    return {body}", ""])
-    namespace: dict[str, Any] = {"o": celops}
-    try:
+    namespace: dict[str, Any] = {f"o_{name}": getattr(celops, name) for name in _USED}
+    try:  # the text is written from a parsed tree: names are prefixed, literals written by repr()
         with warnings.catch_warnings():
             # Python warns on its stderr about a literal indexed by a name (CEL `[1].a`, `null.a`): such a
             # program only errs, so it is left to the runtime instead (the warning becomes a SyntaxError)
             warnings.simplefilter("error", SyntaxWarning)
-            exec(compile(text, "<kubegap.fastcel>", "exec"), namespace)  # written from a parsed tree
+            exec(compile(text, "<kubegap.fastcel>", "exec"), namespace)
     except (SyntaxError, RecursionError, MemoryError):  # or nested deeper than Python's parser takes
         return None
     program: FastProgram = namespace["program"]
@@ -110,18 +121,18 @@ class _Writer:
         if kind == "sel":
             return f"{self.expr(tree[1], local)}[{tree[2]!r}]"  # a list or a string raises TypeError
         if kind == "has":
-            return f"o.has({self.expr(tree[1], local)}, {tree[2]!r})"
+            return f"o_has({self.expr(tree[1], local)}, {tree[2]!r})"
         if kind == "index":
-            return f"o.index({self.expr(tree[1], local)}, {self.expr(tree[2], local)})"
+            return f"o_index({self.expr(tree[1], local)}, {self.expr(tree[2], local)})"
         if kind == "list":
             return f"[{', '.join(self.expr(t, local) for t in tree[1])}]"
         if kind == "map":
             pairs = ", ".join(f"({self.expr(k, local)}, {self.expr(v, local)})" for k, v in tree[1])
-            return f"o.mapping(({pairs},))" if pairs else "{}"
+            return f"o_mapping(({pairs},))" if pairs else "{}"
         if kind == "not":
-            return f"o.negate({self.expr(tree[1], local)})"
+            return f"o_negate({self.expr(tree[1], local)})"
         if kind == "neg":
-            return f"o.minus({self.expr(tree[1], local)})"
+            return f"o_minus({self.expr(tree[1], local)})"
         if kind in ("and", "or"):
             chain = _chain(tree, kind)
             parts = [self.boolean(t, local) for t in chain]
@@ -142,11 +153,11 @@ class _Writer:
     def boolean(self, tree: Tree, local: frozenset[str], written: str | None = None) -> str:
         """`tree` where CEL needs a bool: checked, unless it cannot be anything else."""
         text = written if written is not None else self.expr(tree, local)
-        return text if _is_boolean(tree) else f"o.boolean({text})"
+        return text if _is_boolean(tree) else f"o_boolean({text})"
 
     def operator(self, tree: Tree, local: frozenset[str]) -> str:
         symbol, left, right = tree[1], self.expr(tree[2], local), self.expr(tree[3], local)
-        return f"o.{_OPERATORS[symbol]}({left}, {right})"
+        return f"o_{_OPERATORS[symbol]}({left}, {right})"
 
     def call(self, tree: Tree, local: frozenset[str]) -> str:
         name, target, args = tree[1], tree[2], tree[3]
@@ -156,11 +167,11 @@ class _Writer:
         if found == "contains" and not _converted(target, local):
             raise Unsupported("contains() on text the expression may have built")
         values = [self.expr(t, local) for t in ((target,) if target is not None else ()) + args]
-        return f"o.{found}({', '.join(values)})"
+        return f"o_{found}({', '.join(values)})"
 
     def macro(self, tree: Tree, local: frozenset[str]) -> str:
         name, target, variable, args = tree[1:]
-        items = f"o.listed({self.expr(target, local)})"  # evaluated outside the variable's scope, as in CEL
+        items = f"o_listed({self.expr(target, local)})"  # evaluated outside the variable's scope, as in CEL
         inner = local | {variable}
         each = f"for c_{variable} in {items}"
         if name == "map":

@@ -239,8 +239,18 @@ class Where(TypedDict, total=False):
 
 
 # One constructor per result, so that no call site spells a Result or a positional argument list.
-def passed(check: Check, at: ObjectRef, **where: Unpack[Where]) -> Finding:
-    return _result(check, Result.PASS, "", at, where)
+# A pass's place: role, container, path, unresolved sources, scope (the fields of `Where` a pass has).
+Place = tuple[str | None, str | None, str | None, tuple[str, ...], str]
+
+
+def passed(check: Check, at: ObjectRef, place: Place) -> Finding:
+    """Built from positional arguments: every pass is a finding (54 for a typical object, 1,092 for a
+    64-job JobSet), and keyword arguments cost more than the rest of building one (1.2 against 0.5 µs)."""
+    role, container, path, unresolved, scope = place
+    return Finding(
+        check.policy, check.rule, check.severity, Result.PASS, "", check.remediation, at,
+        role, container, path, None, None, None, None, unresolved, None, (), scope,
+    )  # fmt: skip
 
 
 def fail(check: Check, at: ObjectRef, message: str, **where: Unpack[Where]) -> Finding:

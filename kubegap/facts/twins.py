@@ -73,11 +73,12 @@ _Plan = Any  # True: a string to rewrite; {key or index: _Plan}: the parts of a 
 
 
 def _plan(value: Any, text: str) -> _Plan | None:
-    if isinstance(value, str):
+    kind = type(value)  # facts are built of plain dicts, lists and scalars: exact tests
+    if kind is str:
         return True if text in value else None
-    if isinstance(value, dict):
+    if kind is dict:
         items: Any = value.items()
-    elif isinstance(value, list):
+    elif kind is list:
         items = enumerate(value)
     else:
         return None
@@ -90,7 +91,7 @@ def _apply(value: Any, plan: _Plan | None, rewrite: Callable[[str], str]) -> Any
         return value
     if plan is True:
         return rewrite(value)
-    out = dict(value) if isinstance(value, dict) else list(value)
+    out = dict(value) if type(value) is dict else list(value)
     for key, part in plan.items():
         out[key] = _apply(value[key], part, rewrite)
     return out
