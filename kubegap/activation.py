@@ -96,6 +96,7 @@ class Run:
     sizes: dict[int, tuple[int, bool]] = field(default_factory=dict)
     places: dict[int, tuple[tuple[str, ...], str]] = field(default_factory=dict)  # id(unit) -> where parts
     matched: dict[tuple[int, int], dict[str, list[str]]] = field(default_factory=dict)  # (group, unit)
+    twins: dict[int, list[str]] | None = None  # id of an original unit -> its twins' roles, on first use
 
     def items(self, value: Any) -> int:
         """The size of the longest list or map in `value` (a binding), measured once per object."""
@@ -111,6 +112,18 @@ class Run:
         if found is None:
             found = self.sizes[key] = celcost.survey(value)
         return found
+
+    def twin_roles(self, unit: Unit) -> tuple[str, ...]:
+        """The roles of the unit's twins (kubegap.facts.twins), in template order: a result they share
+        with it is told once, for all of them (RULES.md §4)."""
+        if self.twins is None:
+            self.twins = {}
+            for units in self.facts.units.values():
+                for each in units:
+                    if each.original is not None and each.role is not None:
+                        self.twins.setdefault(id(each.original), []).append(each.role)
+        found = self.twins.get(id(unit))
+        return tuple(found) if found else ()
 
     def outcome(self, policy: CompiledPolicy, unit: Unit) -> Mapping[str, tuple[Any, ...]] | None:
         """The policy's outcomes for the unit from its scope's one program (kubegap.batch), run once per
@@ -304,7 +317,8 @@ class UnitState:
         place = self._passes.get(validation.reads_values)
         if place is None:
             where = self.run.where(self.unit, self.unit.default_path or None, validation.reads_values)
-            place = (where["role"], where["container"], where["path"], where["unresolved"], where["scope"])
+            role, container, path = where["role"], where["container"], where["path"]
+            place = (role, container, path, where["unresolved"], where["scope"], ())
             self._passes[validation.reads_values] = place
         return passed(validation.check, self.run.ref, place)
 

@@ -165,7 +165,7 @@ class Engine:
                 _past(ref)
             results.extend(judge.results(run, policy))
         results.extend(annotationkeys.unknown(gathered, ref, self.known_annotations))
-        collapsed = collapse(results)
+        collapsed = collapse(results, gathered.units.get("template", ()))
         gpus = _gpus(gathered)
         situation = pricing.situation(gathered, self.impact)
         if situation is None:

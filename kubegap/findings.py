@@ -141,6 +141,8 @@ class Finding:
     # What was judged: "workload" (a workload, template or container), "node" (one Node) or "cluster"
     # (a node pool or a node with its pods, from the audit's lists; RULES.md §4).
     scope: str = "workload"
+    # Every identical pod template (role) the finding was told once for (kubegap.collapse); empty: `role`.
+    roles: tuple[str, ...] = ()
 
     def where(self) -> str:
         """`role R, container C` (what is there of it): how every report names the place in a workload."""
@@ -148,6 +150,9 @@ class Finding:
             f"role {self.role}" if self.role else "",
             f"container {self.container}" if self.container else "",
         ]
+        if len(self.roles) > 1:
+            more = len(self.roles) - 1
+            parts[0] += f" and {more:,} identical template{'s' if more > 1 else ''}"
         if len(self.containers) > 1:
             parts[1] += f" and {len(self.containers) - 1:,} more with the same finding"
         return ", ".join(p for p in parts if p)
@@ -195,6 +200,7 @@ class Finding:
             "impact": self.impact.to_json() if self.impact else None,
             "containers": self.covered(),
             "scope": self.scope,
+            "roles": list(self.roles) if self.roles else [self.role] if self.role else [],
         }
 
     def covered(self) -> list[str]:
@@ -209,6 +215,7 @@ def moved_to(findings: Iterable[Finding], ref: ObjectRef) -> tuple[Finding, ...]
         Finding(
             f.policy, f.rule, f.severity, f.result, f.message, f.remediation, ref, f.role, f.container,
             f.path, f.file, f.document, f.line, f.column, f.unresolved, f.impact, f.containers, f.scope,
+            f.roles,
         )
         for f in findings
     )  # fmt: skip
@@ -232,6 +239,7 @@ class Where(TypedDict, total=False):
     path: str | None
     unresolved: tuple[str, ...]
     scope: str
+    roles: tuple[str, ...]
     file: str | None
     document: int | None
     line: int | None
@@ -239,17 +247,17 @@ class Where(TypedDict, total=False):
 
 
 # One constructor per result, so that no call site spells a Result or a positional argument list.
-# A pass's place: role, container, path, unresolved sources, scope (the fields of `Where` a pass has).
-Place = tuple[str | None, str | None, str | None, tuple[str, ...], str]
+# A pass's place: role, container, path, unresolved sources, scope, roles (the fields of `Where` it has).
+Place = tuple[str | None, str | None, str | None, tuple[str, ...], str, tuple[str, ...]]
 
 
 def passed(check: Check, at: ObjectRef, place: Place) -> Finding:
     """Built from positional arguments: every pass is a finding (54 for a typical object, 1,092 for a
     64-job JobSet), and keyword arguments cost more than the rest of building one (1.2 against 0.5 µs)."""
-    role, container, path, unresolved, scope = place
+    role, container, path, unresolved, scope, roles = place
     return Finding(
         check.policy, check.rule, check.severity, Result.PASS, "", check.remediation, at,
-        role, container, path, None, None, None, None, unresolved, None, (), scope,
+        role, container, path, None, None, None, None, unresolved, None, (), scope, roles,
     )  # fmt: skip
 
 

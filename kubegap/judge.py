@@ -5,6 +5,7 @@ the rules every policy carries. A CEL error or a non-boolean verdict is an `erro
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from kubegap.activation import Run, UnitState
@@ -13,7 +14,7 @@ from kubegap.compiled import CompiledPolicy, CompiledValidation
 from kubegap.enginerules import EXEMPTION_REASON, INVALID_DECLARATION
 from kubegap.facts import Unit
 from kubegap.fieldpath import render
-from kubegap.findings import Check, Finding, Severity, error, fail, skip
+from kubegap.findings import Check, Finding, Result, Severity, error, fail, skip
 
 
 def results(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
@@ -21,8 +22,16 @@ def results(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
     states: dict[int, UnitState] = {}
     applied = False
     void_exemptions: dict[str, tuple[str, str]] = {}  # path -> (why it exempts nothing, fix)
+    twins = run.group_of[id(policy)].twins
     for validation in policy.validations:
+        # A twin template's result here is its original's, at its own role and path: told once, with the
+        # original's, for all of them (RULES.md §4); but a failure whose message or path may name the
+        # place is composed for each twin (kubegap.collapse merges those that come out the same).
+        placed = validation.text_placed
+        told: set[int] = set()  # units whose result here was told for their twins too
         for unit in run.facts.units.get(validation.validation.scope, ()):
+            if unit.original is not None and id(unit.original) in told:
+                continue
             state = states.get(id(unit)) or states.setdefault(id(unit), UnitState(run, policy, unit))
             outcomes = state.outcomes()
             if outcomes is not None and state.unexempted():  # the common case, kept short
@@ -30,11 +39,17 @@ def results(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
                     applied = True
                     outcome = outcomes[validation.validation.name]
                     if outcome:  # else the validation does not
-                        yield (
+                        result = (
                             state.passed(validation)
                             if outcome[0] is True
                             else _judge(run, validation, state, outcome)
                         )
+                        told_once = twins and (result.result is Result.PASS or not placed)
+                        roles = run.twin_roles(unit) if told_once else ()
+                        if roles:
+                            told.add(id(unit))
+                            result = replace(result, roles=(result.role or "", *roles))
+                        yield result
                 continue
             applies, found = _judge_alone(run, validation, state, outcomes, void_exemptions)
             applied = applied or applies

@@ -83,7 +83,7 @@ def test_the_webhook_and_kubegap_test_do_not_import_lint(path: Path) -> None:
 def test_each_constructor_gives_its_result() -> None:
     where = {"role": "Worker", "container": "trainer", "path": "spec.x", "unresolved": ("secret s/k",)}
     made = [
-        passed(CHECK, REF, **where),
+        passed(CHECK, REF, ("Worker", "trainer", "spec.x", ("secret s/k",), "workload", ())),
         fail(CHECK, REF, "too long", **where),
         error(CHECK, REF, "no such key", **where),
         skip(CHECK, REF, "platform-managed", **where),

@@ -9,7 +9,7 @@ its first twin's facts with the path prefix and the role replaced, which costs a
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from kubegap.fieldpath import FieldPath, render
@@ -53,7 +53,7 @@ class Original:
         self._text = render(template.path)
         # the rendered path, not followed by more of a name (`template` is not `templates`)
         self._pattern = re.compile(re.escape(self._text) + r"(?![\w$-])")
-        self._plan = _plan(facts, self._text)  # where in the facts a string names the path: walked once
+        self._plan = _plan(facts, self._text, self._pattern)  # the strings that name the path: walked once
 
     def moved(self, path: FieldPath, twin: PodTemplate) -> FieldPath:
         """`path` moved to the twin where it lies under this template; as is elsewhere (an MPI launcher's
@@ -65,33 +65,35 @@ class Original:
     def facts(self, twin: PodTemplate) -> Any:
         """The twin's facts: a copy of this template's with every rendered path moved to the twin's, sharing
         every part that names no path (facts are never changed once gathered)."""
-        new = render(twin.path).replace("\\", "\\\\")
-        return _apply(self._facts, self._plan, lambda text: self._pattern.sub(new, text))
+        return self._facts if self._plan is None else _apply(self._facts, self._plan, render(twin.path))
 
 
-_Plan = Any  # True: a string to rewrite; {key or index: _Plan}: the parts of a dict or list to copy
+# A plan: a string's pieces around each place it names the path (the twin's path joins them), or
+# {key or index: plan} for the parts of a dict or list to copy
+_Plan = Any
 
 
-def _plan(value: Any, text: str) -> _Plan | None:
+def _plan(value: Any, text: str, pattern: re.Pattern[str]) -> _Plan | None:
     kind = type(value)  # facts are built of plain dicts, lists and scalars: exact tests
     if kind is str:
-        return True if text in value else None
+        if text not in value:
+            return None
+        pieces = pattern.split(value)
+        return tuple(pieces) if len(pieces) > 1 else None
     if kind is dict:
         items: Any = value.items()
     elif kind is list:
         items = enumerate(value)
     else:
         return None
-    plan = {k: p for k, v in items if (p := _plan(v, text)) is not None}
+    plan = {k: p for k, v in items if (p := _plan(v, text, pattern)) is not None}
     return plan or None
 
 
-def _apply(value: Any, plan: _Plan | None, rewrite: Callable[[str], str]) -> Any:
-    if plan is None:
-        return value
-    if plan is True:
-        return rewrite(value)
+def _apply(value: Any, plan: _Plan, new: str) -> Any:
+    if type(plan) is tuple:
+        return new.join(plan)
     out = dict(value) if type(value) is dict else list(value)
     for key, part in plan.items():
-        out[key] = _apply(value[key], part, rewrite)
+        out[key] = _apply(value[key], part, new)
     return out

@@ -324,3 +324,32 @@ def test_a_default_too_long_with_no_knob_to_write_is_declared_with_a_todo() -> N
             "            kubegap.dev/collective-timeout: TODO",
         ],
     )
+
+
+def test_identical_templates_told_once_are_each_fixed() -> None:
+    """A JobSet of three identical jobs has one finding per rule, listing every role (RULES.md §4): the
+    fix settles it in the first, after which the others are no longer identical and are fixed in turn."""
+    job = """\
+        - name: {name}
+          replicas: 1
+          template:
+            spec:
+              template:
+                spec:
+                  containers:
+                    - name: trainer
+                      image: registry.example/llm:1
+                      command: [torchrun, --nproc-per-node=8, train.py, --ddp_timeout, "7200"]
+                      resources:
+                        limits: {{nvidia.com/gpu: 8}}
+        """
+    jobs = "".join(textwrap.indent(textwrap.dedent(job).format(name=f"job-{i}"), "    ") for i in range(3))
+    head = "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: j}\n"
+    text = f"{head}spec:\n  replicatedJobs:\n{jobs}"
+    the_engine = engine("nccl-timeout", params=TWENTY_MINUTES)
+    (told,) = [f for f in failing(text, the_engine) if f.rule == "timeout-bounded"]
+    assert told.roles == ("job-0", "job-1", "job-2")
+    fixed = fix(text, the_engine)
+    removed, added = _changed_lines(text, fixed.text)
+    assert len(removed) == len(added) == 3 and all('"1200"' in line for line in added)
+    assert not failing(fixed.text, the_engine)

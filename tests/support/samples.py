@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 # The finding record of RULES.md §4, plus `unresolved` (§3: an unseen value is listed, never silently a pass)
-# `containers` (§4: every container an identical finding covers) and `scope` (§4: workload, node or cluster).
+# `containers` (§4: every container an identical finding covers), `scope` (§4: workload, node or cluster)
+# and `roles` (§4: every identical template an identical finding covers).
 RECORD_FIELDS = frozenset(
     {
         "policy",
@@ -29,6 +30,7 @@ RECORD_FIELDS = frozenset(
         "impact",
         "containers",
         "scope",
+        "roles",
     }
 )
 
