@@ -138,6 +138,8 @@ class CelPython:
 
     def compile(self, source: str) -> Program:
         celpy = self._celpy
+        # how cel-python fails, besides its error values (`int()` of an infinity is an OverflowError)
+        failures = (celpy.CELEvalError, RecursionError, TypeError, ValueError, KeyError, OverflowError)
         try:
             program = self._env.program(self._env.compile(source), functions=self._functions)
         except celpy.CELParseError as err:
@@ -146,7 +148,7 @@ class CelPython:
         def run(activation: Any) -> Any:
             try:
                 value = program.evaluate(activation)
-            except (celpy.CELEvalError, RecursionError, TypeError, ValueError, KeyError) as err:
+            except failures as err:
                 raise CelError(str(err.args[0]) if err.args else repr(err)) from None
             if isinstance(value, celpy.CELEvalError):
                 raise CelError(str(value.args[0]) if value.args else repr(value))

@@ -600,9 +600,6 @@ def test_compiling_warns_nothing(source: str) -> None:
     check(source, BINDINGS)
 
 
-@pytest.mark.xfail(
-    raises=OverflowError, strict=True, reason="kubegap.cel lets cel-python's OverflowError out"
-)
 def test_int_of_an_infinity_is_an_error_in_both_runtimes() -> None:
     for name in RUNTIMES:
         assert runtime(name, "int(facts.inf)", BINDINGS)[0] == "error"
