@@ -222,7 +222,8 @@ class UnitState:
         self._outcomes: Mapping[str, tuple[Any, ...]] | None = None
         self._batched = False
         self._exemptions: tuple[list[exemptions.Exemption], dict[str, tuple[str, str]]] | None = None
-        self._passes: dict[bool, Place] = {}  # where a pass is, by whether unseen values are listed
+        # where a pass is, by whether unseen values are listed and whether it is told for the unit's twins
+        self._passes: dict[tuple[bool, bool], Place] = {}
 
     def _share(self) -> None:
         if self._bindings is None:
@@ -312,14 +313,15 @@ class UnitState:
             self._exemptions = self._read_exemptions()
         return not (self._exemptions[0] or self._exemptions[1])
 
-    def passed(self, validation: CompiledValidation) -> Finding:
-        """The validation's pass on this unit, at the unit's own path."""
-        place = self._passes.get(validation.reads_values)
+    def passed(self, validation: CompiledValidation, twins: bool = False) -> Finding:
+        """The validation's pass on this unit, at the unit's own path; told for its `twins` too, if so."""
+        key = (validation.reads_values, twins)
+        place = self._passes.get(key)
         if place is None:
             where = self.run.where(self.unit, self.unit.default_path or None, validation.reads_values)
             role, container, path = where["role"], where["container"], where["path"]
-            place = (role, container, path, where["unresolved"], where["scope"], ())
-            self._passes[validation.reads_values] = place
+            roles = (role or "", *self.run.twin_roles(self.unit)) if twins else ()
+            place = self._passes[key] = (role, container, path, where["unresolved"], where["scope"], roles)
         return passed(validation.check, self.run.ref, place)
 
     def exemption(self, rule: str) -> tuple[str | None, dict[str, tuple[str, str]]]:

@@ -14,7 +14,7 @@ from kubegap.compiled import CompiledPolicy, CompiledValidation
 from kubegap.enginerules import EXEMPTION_REASON, INVALID_DECLARATION
 from kubegap.facts import Unit
 from kubegap.fieldpath import render
-from kubegap.findings import Check, Finding, Result, Severity, error, fail, skip
+from kubegap.findings import Check, Finding, Severity, error, fail, skip
 
 
 def results(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
@@ -39,16 +39,16 @@ def results(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
                     applied = True
                     outcome = outcomes[validation.validation.name]
                     if outcome:  # else the validation does not
-                        result = (
-                            state.passed(validation)
-                            if outcome[0] is True
-                            else _judge(run, validation, state, outcome)
-                        )
-                        told_once = twins and (result.result is Result.PASS or not placed)
-                        roles = run.twin_roles(unit) if told_once else ()
-                        if roles:
+                        passing = outcome[0] is True
+                        told_once = twins and (passing or not placed) and bool(run.twin_roles(unit))
+                        if told_once:
                             told.add(id(unit))
-                            result = replace(result, roles=(result.role or "", *roles))
+                        if passing:
+                            yield state.passed(validation, told_once)
+                            continue
+                        result = _judge(run, validation, state, outcome)
+                        if told_once:
+                            result = replace(result, roles=(result.role or "", *run.twin_roles(unit)))
                         yield result
                 continue
             applies, found = _judge_alone(run, validation, state, outcomes, void_exemptions)
