@@ -159,3 +159,7 @@ def test_reports_name_the_first_role_and_list_them_all(engine: Engine) -> None:
     record = json.loads(rendered("json", findings))["findings"]
     assert all(f["roles"] == ["job-00", "job-01", "job-02"] for f in record if f["role"])
     assert "role job-00 and 2 identical templates" in rendered("text", findings)
+    reports = list(yaml.safe_load_all(rendered("policyreport", findings)))
+    entries = [r for report in reports if report for r in report.get("results", [])]
+    placed = [r["properties"] for r in entries if "role" in r.get("properties", {})]
+    assert placed and all(p["roles"] == "job-00, job-01, job-02" for p in placed)

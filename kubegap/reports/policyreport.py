@@ -84,6 +84,9 @@ def result_entry(finding: Finding, timestamp: int, uid: str | None = None) -> Re
     properties = {
         "role": finding.role or "",
         "container": finding.container or "",
+        # every identical template and container the one result stands for (RULES.md §4), when several
+        "roles": ", ".join(finding.roles) if len(finding.roles) > 1 else "",
+        "containers": ", ".join(finding.containers) if len(finding.containers) > 1 else "",
         "path": finding.path or "",
         "remediation": finding.remediation,
         "unresolved": ", ".join(finding.unresolved),
