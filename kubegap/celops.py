@@ -378,11 +378,11 @@ def _regex(pattern: str) -> tuple[re.Pattern[str] | None, bool, int]:
             out.append("$" if "m" in names else r"\Z")
             after = ""
         elif c == "(":
-            if pattern.startswith("?", at):
-                if not pattern.startswith("?:", at):
-                    return _UNSURE
-                at += 2
-            out.append(pattern[at - 3 : at] if pattern[at - 1] == ":" else c)
+            group = "(?:" if pattern.startswith("?:", at) else "("
+            if group == "(" and pattern.startswith("?", at):
+                return _UNSURE  # `(?` other than `(?:`: look-around, named or flagged groups
+            at += len(group) - 1
+            out.append(group)
             after = ""
         elif c == ")":
             out.append(c)
