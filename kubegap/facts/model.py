@@ -10,13 +10,14 @@ from kubegap import durations
 from kubegap.facts import env, readings
 from kubegap.facts.knobs import Catalogue
 from kubegap.fieldpath import FieldPath, render
+from kubegap.records import record
 from kubegap.workloads import PodTemplate
 
 # A value that was found, where and from what: (seconds, source text, field path).
 Found = tuple[float, str, FieldPath]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Unit:
     """One evaluation unit: the workload, a pod template, a container or a node."""
 

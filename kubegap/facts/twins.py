@@ -94,6 +94,6 @@ def _apply(value: Any, plan: _Plan, new: str) -> Any:
     if type(plan) is tuple:
         return new.join(plan)
     out = dict(value) if type(value) is dict else list(value)
-    for key, part in plan.items():
-        out[key] = _apply(value[key], part, new)
+    for key, part in plan.items():  # a string is joined here: most parts are strings, and a call costs
+        out[key] = new.join(part) if type(part) is tuple else _apply(value[key], part, new)
     return out

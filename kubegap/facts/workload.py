@@ -167,9 +167,11 @@ def _read_twin(
     """A twin's facts: its original's, moved to its own path (kubegap.facts.twins)."""
     moved, *own = original.facts(pod)
     tfacts = {**moved, "role": pod.role}
-    found = [replace(r, path=original.moved(r.path, pod)) for r in read.readings]
-    invalid = [replace(v, path=original.moved(v.path, pod)) for v in read.invalid]
-    unsized = [replace(u, path=original.moved(u.path, pod)) for u in read.unsized]
+    # built field by field: `replace` costs three times as much, for every reading of every twin
+    at = original.moved
+    found = [readings.Reading(r.setting, r.value, r.source, at(r.path, pod)) for r in read.readings]
+    invalid = [replace(v, path=at(v.path, pod)) for v in read.invalid]
+    unsized = [replace(u, path=at(u.path, pod)) for u in read.unsized]
     done = _Read(pod, tfacts, own, found, read.purposes, read.trainers, invalid, unsized)
     scratch.invalid.update((v.path, v) for v in invalid)
     scratch.unresolved.extend(u for c in own for u in c["unresolved"])
