@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubegap import durations
+from kubegap import durations, raw
 from kubegap.facts import argv
 from kubegap.facts.env import SOURCED, Environment
 from kubegap.facts.knobs import Catalogue, Framework, Knob
@@ -102,7 +102,7 @@ def container_readings(
     for knob in catalogue.knobs:
         if knob.annotation or knob.textual or not _applies(knob, cmd):
             continue
-        for written, raw, path in raw_values(knob, cmd, env, base, argv_only):
+        for written, text, path in raw_values(knob, cmd, env, base, argv_only):
             if knob.requires and not cmd.flag_values(knob.requires):
                 # Megatron-LM saves only `if args.save and args.save_interval` (megatron/training/training.py)
                 missing = " or ".join(sorted(knob.requires))
@@ -110,7 +110,7 @@ def container_readings(
                     Reading("checkpointDisabled", None, _label(f"{written} without {missing}", knob), path)
                 )
                 continue
-            value = expand(raw, env) if raw is not None else None
+            value = expand(text, env) if text is not None else None
             if knob.setting in ("checkpointDisabled", "checkpointUnbounded"):
                 if value is not None and value.strip().lower() in knob.disabled_by | knob.unbounded_by:
                     readings.append(Reading(knob.setting, None, _label(written, knob), path))
@@ -166,8 +166,8 @@ def declaration(
 ) -> Declaration | None:
     """The pod template's annotation, else the workload's (RULES.md §1 "declarations")."""
     for metadata, base in ((template, template_path), (workload, ())):
-        annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
-        if isinstance(annotations, Mapping) and annotation in annotations:
+        annotations = raw.mapping(raw.mapping(metadata).get("annotations"))  # a dict is tested exactly first
+        if annotation in annotations:
             return Declaration(
                 annotation, str(annotations[annotation]), (*base, "metadata", "annotations", annotation)
             )
