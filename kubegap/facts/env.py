@@ -68,7 +68,7 @@ def _from_env(
     entries: Sequence[Any], base: FieldPath, namespace: str, configmaps: ConfigMaps
 ) -> Iterable[Variable | str]:
     for index, entry in enumerate(entries):
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+        if not raw.is_mapping(entry) or not isinstance(entry.get("name"), str):
             continue
         name, path = entry["name"], (*base, "env", index)
         if "valueFrom" not in entry:
