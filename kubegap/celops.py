@@ -6,7 +6,8 @@ operand's CEL type is checked, and anything whose CEL answer is an error, or who
 between CEL runtimes (mixed-type equality, a double formatted as text), is left to the runtime.
 
 Integers need no check on the way in: every integer a program can read fits int64 (kubegap.celcost.survey,
-checked once per object), literals do (kubegap.celparse), and each arithmetic result is checked here.
+checked once per object), literals do (kubegap.celparse), and each arithmetic result is checked here. Nor
+do types beyond the plain ones: the same check admits only dicts, lists and scalars, so a map is a `dict`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import functools
 import re
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from kubegap import cel
@@ -49,7 +50,7 @@ def listed(value: Any) -> list[Any] | tuple[Any, ...]:
 
 
 def has(target: Any, name: str) -> bool:
-    if isinstance(target, Mapping):
+    if type(target) is dict:
         return name in target
     raise Unsure
 
@@ -58,7 +59,7 @@ def index(target: Any, key: Any) -> Any:
     if type(target) is list or type(target) is tuple:
         if type(key) is int and 0 <= key < len(target):
             return target[key]
-    elif isinstance(target, Mapping) and type(key) is str:
+    elif type(target) is dict and type(key) is str:
         return target[key]  # a missing key is an error, as in CEL
     raise Unsure
 
@@ -85,7 +86,7 @@ def equal(a: Any, b: Any, negated: bool = False) -> bool:
         raise Unsure
     if _kind(a) is not _kind(b):
         raise Unsure  # mixed types: false in one runtime, an error in another
-    if isinstance(a, Mapping):
+    if type(a) is dict:
         if any(type(k) is not str for k in (*a, *b)):
             raise Unsure
         return a.keys() == b.keys() and all(equal(v, b[k], negated) for k, v in a.items())
@@ -102,7 +103,7 @@ def _kind(value: Any) -> type:
         return kind
     if kind is list or kind is tuple:
         return list
-    if isinstance(value, Mapping):
+    if type(value) is dict:
         return dict
     raise Unsure
 
@@ -116,7 +117,7 @@ def contained(item: Any, container: Any) -> bool:
             if all(type(e) is str for e in container):
                 return False
         return any(equal(item, e) for e in container)
-    if isinstance(container, Mapping) and type(item) is str:
+    if type(container) is dict and type(item) is str:
         return item in container
     raise Unsure
 
@@ -203,7 +204,7 @@ def minus(a: Any) -> Any:
 
 
 def size(value: Any) -> int:
-    if type(value) is str or type(value) is list or type(value) is tuple or isinstance(value, Mapping):
+    if type(value) is str or type(value) is list or type(value) is tuple or type(value) is dict:
         return len(value)  # a string's size counts code points in CEL, as len() does
     raise Unsure
 
