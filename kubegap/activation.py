@@ -133,7 +133,14 @@ class Run:
         if key not in self.outcomes:
             self.outcomes[key] = batch.evaluate(self, group, unit.scope)
         found = self.outcomes[key]
-        return None if found is None else found.get((id(policy), id(unit)))
+        if found is None:
+            return None
+        own = found.get((id(policy), id(unit)))
+        if own is None and unit.original is not None and group.twins:
+            own = batch.twin_outcome(found, policy, unit)
+            if own is not None:
+                found[(id(policy), id(unit))] = own
+        return own
 
     def globbed(self, group: Group, unit: Unit) -> dict[str, list[str]] | None:
         """The unit's `globbed` binding for the group; None where the group has no `globs` parameter."""

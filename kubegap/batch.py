@@ -91,9 +91,9 @@ def evaluate(run: Run, group: Group, scope: str) -> Outcomes | None:
     found = run.scope_programs.get((id(group), scope))
     units = run.facts.units.get(scope, ())
     names = set(SCOPE_BINDINGS.get(scope, ()))
-    if found is None or not units or any(set(u.bindings) != names for u in units):
+    judged = _judged(group, units)  # a twin's bindings have its original's names
+    if found is None or not units or any(set(u.bindings) != names for u in judged):
         return None
-    judged = _judged(group, units)
     if found.costs:  # held to one expression's budget, at the longest list any unit's expressions see
         seen = (run.facts.facts, *(v for u in judged for v in u.bindings.values()))
         items = max(group.items, *(run.items(v) for v in seen))
@@ -109,17 +109,18 @@ def evaluate(run: Run, group: Group, scope: str) -> Outcomes | None:
             values = found.program(_activation(run, group))
         except CelError:
             return None
-    out = _outcomes(values, found.policies, scope, judged, run)
-    if out is not None and len(judged) < len(units):
-        for unit in units:
-            if unit.original is not None:
-                for policy in found.policies:
-                    first = out[(id(policy), id(unit.original))]
-                    placed = policy.batches[scope].texts_placed
-                    out[(id(policy), id(unit))] = (
-                        {n: r[:1] if n in placed else r for n, r in first.items()} if placed else first
-                    )  # outcomes are only read: a twin shares its original's unless it composes its own
-    return out
+    return _outcomes(values, found.policies, scope, judged, run)
+
+
+def twin_outcome(out: Outcomes, policy: CompiledPolicy, unit: Unit) -> dict[str, tuple[Any, ...]] | None:
+    """A twin's outcomes where the scope's program saw only its original (`_judged`), taken when first
+    asked for: most twins' results are told with their original's (kubegap.judge) and never ask."""
+    first = out.get((id(policy), id(unit.original)))
+    if first is None:
+        return None
+    placed = policy.batches[unit.scope].texts_placed
+    # outcomes are only read: a twin shares its original's unless it composes its own text
+    return {n: r[:1] if n in placed else r for n, r in first.items()} if placed else first
 
 
 def units_variable(scope: str) -> str:
