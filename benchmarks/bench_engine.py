@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import json
 import statistics
 import sys
@@ -29,6 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from webhook_payloads import copies, jobset, owned, pytorchjob
 
+from kubegap.cli import GC_THRESHOLDS
 from kubegap.config import Settings
 from kubegap.evaluate import Engine, build_engine
 
@@ -66,6 +68,7 @@ def main() -> int:
     args = parser.parse_args()
     global CPU
     CPU = not args.wall
+    gc.set_threshold(*GC_THRESHOLDS)  # as every kubegap command runs the engine (kubegap/cli.py)
     engine = build_engine(Settings(cel_backend=args.backend))
     cases: list[tuple[str, dict[str, Any], float | None, int]] = [
         ("typical (3 templates)", jobset(3), TARGET_MS, args.count),

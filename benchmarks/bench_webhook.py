@@ -270,12 +270,17 @@ def longest_gap(start: float, finished: list[float]) -> float:
 
 
 def in_process(bodies: list[bytes], repeat: int = 300) -> dict[str, float]:
-    """The review alone (decode + evaluate + answer), without HTTP or TLS, for comparison."""
+    """The review alone (decode + evaluate + answer), without HTTP or TLS, for comparison; with the
+    collector's thresholds `kubegap serve` runs with (kubegap/cli.py)."""
+    import gc
+
+    from kubegap.cli import GC_THRESHOLDS
     from kubegap.config import Settings
     from kubegap.webhook.app import build_reviewer
     from kubegap.webhook.metrics import Metrics
     from kubegap.webhook.review import decode
 
+    gc.set_threshold(*GC_THRESHOLDS)
     reviewer = build_reviewer(Settings(), Metrics())
     for body in bodies[-min(30, repeat) :]:
         reviewer.review(decode(body))
