@@ -7,6 +7,12 @@ and, once it has stopped accepting, closes the idle ones at once: those waiting 
 reading a request head, with nothing left to send. They are aborted: a graceful TLS close would wait for
 the client's close_notify, and in tests it let a request arriving meanwhile be read and then answered 500.
 A request already read is answered, with `Connection: close`, and then its connection closes.
+
+A connection is aborted only once it has been seen idle for `IDLE_SECONDS` with nothing left to send.
+One that has just answered is already waiting for its next request, and its answer may still sit in the
+socket transport beneath TLS, which the TLS transport's write-buffer size does not count and an abort
+throws away: under load, a review was judged and its answer lost as the worker stopped. An idle
+connection that sends a request meanwhile has it answered, as above.
 """
 
 from __future__ import annotations
@@ -34,6 +40,11 @@ class _Loop(asyncio.SelectorEventLoop):
         return await super().create_server(remembered, *args, **kwargs)
 
 
+# How long a connection must be seen idle before it is aborted: far longer than an answer takes to leave
+# a socket's buffer, far shorter than the drain.
+IDLE_SECONDS = 0.25
+
+
 class Worker(ASGIWorker):  # type: ignore[misc]  # gunicorn is untyped
     def _setup_event_loop(self) -> None:
         self.loop = _Loop()
@@ -42,11 +53,35 @@ class Worker(ASGIWorker):  # type: ignore[misc]  # gunicorn is untyped
     async def _shutdown(self) -> None:
         for server in self.servers:
             server.close()  # no new connection; gunicorn's own shutdown closes them again, harmlessly
-        for protocol in list(self.loop.protocols):
-            transport = getattr(protocol, "transport", None)
-            if transport is not None and _idle(protocol) and not transport.get_write_buffer_size():
-                transport.abort()  # close() would wait for a TLS close_notify an idle client never sends
-        await super()._shutdown()  # waits for the others: each closes after its answer, as not alive
+        closing = self.loop.create_task(self._abort_idle())
+        try:
+            await super()._shutdown()  # waits for the others: each closes after its answer, as not alive
+        finally:
+            closing.cancel()
+
+    async def _abort_idle(self) -> None:
+        """Abort each connection once it has been idle for IDLE_SECONDS with nothing left to send."""
+        since: dict[int, float] = {}
+        while True:
+            now = self.loop.time()
+            for protocol in list(self.loop.protocols):
+                transport = getattr(protocol, "transport", None)
+                if transport is None or transport.is_closing():
+                    continue
+                if not _idle(protocol) or _unsent(transport):
+                    since.pop(id(protocol), None)
+                elif now - since.setdefault(id(protocol), now) >= IDLE_SECONDS:
+                    transport.abort()  # close() would wait for a TLS close_notify an idle client never sends
+            await asyncio.sleep(IDLE_SECONDS / 5)
+
+
+def _unsent(transport: Any) -> int:
+    """Bytes the transport still holds for the client. A TLS transport counts its own buffers only; the
+    socket transport beneath it, where encrypted answers wait while the socket is full, is asyncio's
+    (3.11-3.13 `_ssl_protocol._transport`): where it cannot be found, the idle time stands in for it."""
+    below = getattr(getattr(transport, "_ssl_protocol", None), "_transport", None)
+    held = below.get_write_buffer_size() if below is not None else 0
+    return int(transport.get_write_buffer_size()) + int(held)
 
 
 def _idle(protocol: Any) -> bool:
