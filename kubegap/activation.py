@@ -113,9 +113,9 @@ class Run:
             found = self.sizes[key] = celcost.survey(value)
         return found
 
-    def twin_roles(self, unit: Unit) -> tuple[str, ...]:
-        """The roles of the unit's twins (kubegap.facts.twins), in template order: a result they share
-        with it is told once, for all of them (RULES.md §4)."""
+    def told_roles(self, unit: Unit) -> tuple[str, ...]:
+        """The roles a result of the unit is told for when its twins' are told with it (kubegap.facts.twins,
+        RULES.md §4): its own, then its twins' in template order; empty where it has no twin."""
         if self.twins is None:
             self.twins = {}
             for units in self.facts.units.values():
@@ -123,7 +123,7 @@ class Run:
                     if each.original is not None and each.role is not None:
                         self.twins.setdefault(id(each.original), []).append(each.role)
         found = self.twins.get(id(unit))
-        return tuple(found) if found else ()
+        return (unit.role or "", *found) if found else ()
 
     def outcome(self, policy: CompiledPolicy, unit: Unit) -> Mapping[str, tuple[Any, ...]] | None:
         """The policy's outcomes for the unit from its scope's one program (kubegap.batch), run once per
@@ -320,14 +320,13 @@ class UnitState:
             self._exemptions = self._read_exemptions()
         return not (self._exemptions[0] or self._exemptions[1])
 
-    def passed(self, validation: CompiledValidation, twins: bool = False) -> Finding:
-        """The validation's pass on this unit, at the unit's own path; told for its `twins` too, if so."""
-        key = (validation.reads_values, twins)
+    def passed(self, validation: CompiledValidation, roles: tuple[str, ...] = ()) -> Finding:
+        """The validation's pass on this unit, at the unit's own path; told for `roles` (Run.told_roles)."""
+        key = (validation.reads_values, bool(roles))
         place = self._passes.get(key)
         if place is None:
             where = self.run.where(self.unit, self.unit.default_path or None, validation.reads_values)
             role, container, path = where["role"], where["container"], where["path"]
-            roles = (role or "", *self.run.twin_roles(self.unit)) if twins else ()
             place = self._passes[key] = (role, container, path, where["unresolved"], where["scope"], roles)
         return passed(validation.check, self.run.ref, place)
 

@@ -229,7 +229,6 @@ class Where(TypedDict, total=False):
     path: str | None
     unresolved: tuple[str, ...]
     scope: str
-    roles: tuple[str, ...]
     file: str | None
     document: int | None
     line: int | None
@@ -237,7 +236,8 @@ class Where(TypedDict, total=False):
 
 
 # One constructor per result, so that no call site spells a Result or a positional argument list.
-# A pass's place: role, container, path, unresolved sources, scope, roles (the fields of `Where` it has).
+# A pass's place: role, container, path, unresolved sources, scope (the fields of `Where` a pass has), and
+# the roles it is told for (kubegap.activation.Run.told_roles).
 Place = tuple[str | None, str | None, str | None, tuple[str, ...], str, tuple[str, ...]]
 
 

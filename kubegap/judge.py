@@ -40,16 +40,14 @@ def results(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
                     outcome = outcomes[validation.validation.name]
                     if outcome:  # else the validation does not
                         passing = outcome[0] is True
-                        told_once = twins and (passing or not placed) and bool(run.twin_roles(unit))
-                        if told_once:
+                        roles = run.told_roles(unit) if twins and (passing or not placed) else ()
+                        if roles:
                             told.add(id(unit))
                         if passing:
-                            yield state.passed(validation, told_once)
+                            yield state.passed(validation, roles)
                             continue
                         result = _judge(run, validation, state, outcome)
-                        if told_once:
-                            result = replace(result, roles=(result.role or "", *run.twin_roles(unit)))
-                        yield result
+                        yield replace(result, roles=roles) if roles else result
                 continue
             applies, found = _judge_alone(run, validation, state, outcomes, void_exemptions)
             applied = applied or applies
