@@ -28,21 +28,16 @@ from kubegap.findings import Finding
 _INDEX = re.compile(r"(containers|initContainers)\[\d+\]")
 
 
+def _said(finding: Finding, role: str | None, path: str | None, *more: object) -> tuple[object, ...]:
+    """What a finding says, with the role and path it is compared at, and `more` of its fields."""
+    f = finding
+    return (f.policy, f.rule, f.severity, f.result, f.message, f.remediation, f.unresolved, role, path, *more)
+
+
 def _same(finding: Finding) -> tuple[object, ...]:
     """What must be equal for two container findings to be one: everything but the container."""
     path = _INDEX.sub(r"\1[*]", finding.path) if finding.path else None
-    return (
-        finding.policy,
-        finding.rule,
-        finding.severity,
-        finding.result,
-        finding.message,
-        finding.remediation,
-        finding.role,
-        path,
-        finding.unresolved,
-        finding.roles,
-    )
+    return _said(finding, finding.role, path, finding.roles)
 
 
 def collapse(results: Sequence[Finding], templates: Sequence[Unit] = ()) -> tuple[Finding, ...]:
@@ -131,18 +126,4 @@ def _under(path: str, template: str) -> bool:
 def _told(finding: Finding, role: str, path: str | None) -> tuple[object, ...]:
     """What must be equal for findings of identical templates to be one: everything but the role and the
     template's place in the path."""
-    return (
-        finding.policy,
-        finding.rule,
-        finding.severity,
-        finding.result,
-        finding.message,
-        finding.remediation,
-        finding.container,
-        finding.containers,
-        finding.unresolved,
-        finding.scope,
-        finding.impact,
-        role,
-        path,
-    )
+    return _said(finding, role, path, finding.container, finding.containers, finding.scope, finding.impact)
