@@ -91,8 +91,7 @@ def _plan(value: Any, text: str, pattern: re.Pattern[str]) -> _Plan | None:
 
 
 def _apply(value: Any, plan: _Plan, new: str) -> Any:
-    if type(plan) is tuple:
-        return new.join(plan)
+    """`value` (a dict or list: the facts are a list of records) with its planned parts moved."""
     out = dict(value) if type(value) is dict else list(value)
     for key, part in plan.items():  # a string is joined here: most parts are strings, and a call costs
         out[key] = new.join(part) if type(part) is tuple else _apply(value[key], part, new)
