@@ -11,8 +11,8 @@ A request already read is answered, with `Connection: close`, and then its conne
 A connection is aborted only once it has been seen idle for `IDLE_SECONDS` with nothing left to send.
 One that has just answered is already waiting for its next request, and its answer may still sit in the
 socket transport beneath TLS, which the TLS transport's write-buffer size does not count and an abort
-throws away: under load, a review was judged and its answer lost as the worker stopped. An idle
-connection that sends a request meanwhile has it answered, as above.
+throws away, with the review it answers already judged. An idle connection that sends a request
+meanwhile has it answered, as above.
 """
 
 from __future__ import annotations
