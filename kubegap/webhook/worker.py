@@ -29,26 +29,20 @@ import asyncio
 import weakref
 from typing import Any
 
+from gunicorn.asgi.protocol import ASGIProtocol  # type: ignore[import-untyped]
 from gunicorn.workers.gasgi import ASGIWorker  # type: ignore[import-untyped]
 
 
 class _Loop(asyncio.SelectorEventLoop):
-    """The standard event loop, keeping a weak set of the transports of the connections accepted by the
-    servers gunicorn creates, from the moment each is accepted. The transport is known before the TLS
-    handshake; the protocol learns of it only after."""
+    """The standard event loop, keeping a weak set of the transports of gunicorn's HTTP connections, each
+    from its accept: the transport is made before the TLS handshake, and the protocol learns of it only
+    after. Other connections on the loop (the metrics scrape listener) are left as they are."""
+
+    served: type = ASGIProtocol
 
     def __init__(self) -> None:
         super().__init__()
-        self._served: weakref.WeakSet[Any] = weakref.WeakSet()  # protocols made by gunicorn's servers
         self.connections: weakref.WeakSet[Any] = weakref.WeakSet()
-
-    async def create_server(self, protocol_factory: Any, *args: Any, **kwargs: Any) -> asyncio.Server:
-        def remembered() -> Any:
-            protocol = protocol_factory()
-            self._served.add(protocol)
-            return protocol
-
-        return await super().create_server(remembered, *args, **kwargs)
 
     # Where asyncio (3.11-3.13) makes an accepted connection's transport; kubegap serves TLS only, and the
     # plain path is kept so that the worker assumes nothing of its configuration.
@@ -61,7 +55,7 @@ class _Loop(asyncio.SelectorEventLoop):
         return self._remember(made, protocol)
 
     def _remember(self, transport: Any, protocol: Any) -> Any:
-        if protocol in self._served:
+        if isinstance(protocol, self.served):
             self.connections.add(transport)
         return transport
 

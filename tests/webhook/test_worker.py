@@ -9,7 +9,7 @@ import socket
 import ssl
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 from kubegap.webhook.worker import IDLE_SECONDS, Worker, _abort_idle, _Loop, _unsent
 
@@ -63,17 +63,20 @@ def test_a_connection_still_in_its_handshake_is_held_open_by_the_stop_until_abor
     server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server_context.load_cert_chain(certificates.cert, certificates.key)
     loop = _Loop()
+    loop.served = _Served  # what gunicorn's protocol is to the worker
 
     async def scenario() -> tuple[int, bool, bool, bool, bool]:
         server = await loop.create_server(_Served, "127.0.0.1", 0, ssl=server_context)
         port = server.sockets[0].getsockname()[1]
+        other = await loop.create_server(asyncio.Protocol, "127.0.0.1", 0)  # as the metrics listener
+        elsewhere = socket.create_connection(("127.0.0.1", other.sockets[0].getsockname()[1]))
         silent = socket.create_connection(("127.0.0.1", port))  # connected; never starts its handshake
         _, talking = await asyncio.open_connection(
             "127.0.0.1", port, ssl=certificates.client_context(), server_hostname="127.0.0.1"
         )
         server.close()
         worker = SimpleNamespace(loop=loop, cfg=SimpleNamespace(graceful_timeout=30), _quick_shutdown=False)
-        settling = loop.create_task(Worker._settle(worker))
+        settling = loop.create_task(Worker._settle(cast(Worker, worker)))  # the fields _settle reads
         await asyncio.sleep(4 * IDLE_SECONDS)
         # Held here, the one in its handshake first: the weak set forgets an aborted connection.
         held = sorted(loop.connections, key=lambda t: t.get_protocol().transport is not None)
@@ -87,13 +90,15 @@ def test_a_connection_still_in_its_handshake_is_held_open_by_the_stop_until_abor
         aborting.cancel()
         talking.close()
         silent.close()
+        elsewhere.close()
+        other.close()
         return len(held), waited, silent_aborted, talking_kept, settling.done()
 
     try:
         accepted, waited, silent_aborted, talking_kept, settled = loop.run_until_complete(scenario())
     finally:
         loop.close()
-    assert accepted == 2, "a connection in its handshake was not remembered"
+    assert accepted == 2, "a connection in its handshake was not remembered, or another listener's was"
     assert waited, "the stop did not wait for open connections"
     assert silent_aborted, "a connection idle in its handshake was not aborted"
     assert talking_kept, "a connection past its handshake, with no request flags, was aborted"
