@@ -117,6 +117,8 @@ class _Read:
     pod: PodTemplate
     template: dict[str, Any]
     containers: list[dict[str, Any]]
+    # A twin's are left out: they equal its original's in value and source, after them, and the
+    # checkpoint facts they feed keep the first of equals (kubegap.facts.checkpoint)
     readings: list[readings.Reading]
     purposes: list[str | None]
     trainers: list[int]  # indexes into containers
@@ -169,10 +171,9 @@ def _read_twin(
     tfacts = {**moved, "role": pod.role}
     # built field by field: `replace` costs three times as much, for every reading of every twin
     at = original.moved
-    found = [readings.Reading(r.setting, r.value, r.source, at(r.path, pod)) for r in read.readings]
     invalid = [replace(v, path=at(v.path, pod)) for v in read.invalid]
     unsized = [replace(u, path=at(u.path, pod)) for u in read.unsized]
-    done = _Read(pod, tfacts, own, found, read.purposes, read.trainers, invalid, unsized)
+    done = _Read(pod, tfacts, own, [], read.purposes, read.trainers, invalid, unsized)
     scratch.invalid.update((v.path, v) for v in invalid)
     scratch.unresolved.extend(u for c in own for u in c["unresolved"])
     _add(scratch, pods, done, read)
