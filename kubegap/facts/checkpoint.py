@@ -42,8 +42,8 @@ def gather(
     trainers: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """`per_template` holds each template's accelerator-container readings; `trainers` those containers.
-    A twin template comes with no readings (kubegap.facts.workload): its would equal its original's in
-    value and source and come after them, and every fact here keeps the first of equals (`setdefault`,
+    A twin template comes with no readings (kubegap.facts.workload): they would equal its original's
+    in value and source and come after them, and every fact here keeps the first of equals (`setdefault`,
     and `max`, which returns the first of several largest)."""
     seen = _Seen()
     for template, found in per_template:
