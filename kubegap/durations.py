@@ -73,6 +73,8 @@ def parse_in_unit(text: str, unit: str) -> float:
 @functools.lru_cache(maxsize=4096, typed=True)  # a report renders the same durations for every finding
 def format_seconds(seconds: float) -> str:
     """Short Go-like text: 600 -> 10m, 5400 -> 1h30m, 1.2 -> 1.2s, 0 -> 0s."""
+    if seconds == 0:  # -0.0 too, which would read "-0s"; and the cache takes -0.0 and 0.0 for one key
+        return "0s"
     if seconds < 0 or not math.isfinite(seconds):
         return f"{seconds}s"
     whole = round(seconds)

@@ -144,6 +144,12 @@ def test_format_seconds_round_trips_through_parse_go(seconds: float) -> None:
     assert durations.parse_go(durations.format_seconds(seconds)) == pytest.approx(seconds)
 
 
+def test_negative_zero_reads_as_zero_and_leaves_zero_as_it_was() -> None:
+    durations.format_seconds.cache_clear()
+    assert durations.format_seconds(-0.0) == "0s"
+    assert durations.format_seconds(0.0) == "0s"  # one cache key for both: -0.0 == 0.0
+
+
 @pytest.mark.parametrize("text", ["45s", "1m30s", "10m", "1h30m", "8.4s", "2h45m30s"])
 def test_parse_go_round_trips_through_format_seconds(text: str) -> None:
     seconds = durations.parse_go(text)
