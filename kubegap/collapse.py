@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 
 from kubegap.facts import Unit
 from kubegap.fieldpath import render
 from kubegap.findings import Finding
+from kubegap.records import changed
 
 _INDEX = re.compile(r"(containers|initContainers)\[\d+\]")
 
@@ -78,7 +78,7 @@ def _one(group: list[Finding]) -> Finding:
     first = group[0]
     if len(group) == 1:
         return first
-    return replace(first, containers=tuple(f.container or "" for f in group))
+    return changed(first, containers=tuple(f.container or "" for f in group))
 
 
 # a twin template's role -> (its path, the first template's role, the first's path) of each template so
@@ -115,7 +115,7 @@ def _templates(results: tuple[Finding, ...], templates: Sequence[Unit]) -> tuple
     for at, roles in more.items():
         kept = out[at]
         assert kept is not None
-        out[at] = replace(kept, roles=(*(kept.roles or (kept.role or "",)), *roles))
+        out[at] = changed(kept, roles=(*(kept.roles or (kept.role or "",)), *roles))
     return tuple(f for f in out if f is not None)
 
 

@@ -5,7 +5,6 @@ the rules every policy carries. A CEL error or a non-boolean verdict is an `erro
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import replace
 from typing import Any
 
 from kubegap.activation import Run, UnitState
@@ -15,6 +14,7 @@ from kubegap.enginerules import EXEMPTION_REASON, INVALID_DECLARATION
 from kubegap.facts import Unit
 from kubegap.fieldpath import render
 from kubegap.findings import Check, Finding, Severity, error, fail, skip
+from kubegap.records import changed
 
 
 def results(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
@@ -47,7 +47,7 @@ def results(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
                             yield state.passed(validation, roles)
                             continue
                         result = _judge(run, validation, state, outcome)
-                        yield replace(result, roles=roles) if roles else result
+                        yield changed(result, roles=roles) if roles else result
                 continue
             applies, found = _judge_alone(run, validation, state, outcomes, void_exemptions)
             applied = applied or applies

@@ -8,13 +8,14 @@ term to the compliant value the policy asks for, and the saving is G now minus G
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from kubegap import durations
 from kubegap.facts import ObjectFacts
 from kubegap.findings import Finding, Impact, ObjectRef, Result, Severity, WorkloadCost
 from kubegap.impact import ImpactSettings, Inputs, Term, lost_gpu_hours, severity_for, young_interval
+from kubegap.records import changed
 
 _UNKNOWN = "the cost model cannot price it: what the fix would change is not known (unresolved)"
 HANG_HOURS = 0.5  # IL-0421: a collective with nothing to end it hung 30 minutes until the agent killed it
@@ -177,26 +178,26 @@ def _fix_interval(s: Situation, limit: float | None) -> Situation:
     assert limit is not None
     if s.interval is not None and s.interval.hours * 3600 <= limit:
         return s
-    return replace(s, interval=_hours(limit, f"the policy maximum, {durations.format_seconds(limit)}"))
+    return changed(s, interval=_hours(limit, f"the policy maximum, {durations.format_seconds(limit)}"))
 
 
 def _fix_timeout(s: Situation, limit: float | None) -> Situation:
     assert limit is not None
     if s.timeout is not None and s.timeout.hours * 3600 <= limit:
         return s
-    return replace(s, timeout=_hours(limit, f"the policy maximum, {durations.format_seconds(limit)}"))
+    return changed(s, timeout=_hours(limit, f"the policy maximum, {durations.format_seconds(limit)}"))
 
 
 def _fix_liveness(s: Situation, window: float | None) -> Situation:
     assert window is not None
-    return s if s.liveness is not None else replace(s, liveness=_hours(window, "the policy's minimum window"))
+    return s if s.liveness is not None else changed(s, liveness=_hours(window, "the policy's minimum window"))
 
 
 def _fix_rendezvous(s: Situation, limit: float | None) -> Situation:
     assert limit is not None
     if s.rendezvous is None or s.rendezvous.hours * 3600 <= limit:
         return s
-    return replace(
+    return changed(
         s,
         rendezvous=_hours(
             limit, f"rendezvous join timeout, the policy maximum {durations.format_seconds(limit)}"
@@ -207,14 +208,14 @@ def _fix_rendezvous(s: Situation, limit: float | None) -> Situation:
 FIXES: Mapping[str, Fix] = {
     "checkpointInterval": _fix_interval,
     "collectiveTimeout": _fix_timeout,
-    "asyncErrorHandling": lambda s, _: replace(s, hang=False),
+    "asyncErrorHandling": lambda s, _: changed(s, hang=False),
     "livenessProbe": _fix_liveness,
-    "autoRestart": lambda s, _: replace(s, auto_restart=True, restart_detail="restarts by itself"),
-    "throughputTax": lambda s, _: replace(s, slow=False),
-    "restartFromScratch": lambda s, _: replace(s, from_scratch=False),
+    "autoRestart": lambda s, _: changed(s, auto_restart=True, restart_detail="restarts by itself"),
+    "throughputTax": lambda s, _: changed(s, slow=False),
+    "restartFromScratch": lambda s, _: changed(s, from_scratch=False),
     # An asynchronous save blocks only while the state is copied to host memory; taken as no block at all,
     # so the saving is an upper bound.
-    "asyncSave": lambda s, _: replace(
+    "asyncSave": lambda s, _: changed(
         s, save=Term(0.0, "asynchronous saves (the copy to host memory left out)")
     ),
     "rendezvousTimeout": _fix_rendezvous,
@@ -245,7 +246,7 @@ def price(
     """Each failing finding with what its fix saves (and, where the policy says so, a severity to match),
     and the workload's expected loss."""
     failing = [f for f in results if f.result is Result.FAIL]
-    model = _Model(replace(base, slow=_taxed(failing, pricing)), pricing, settings)
+    model = _Model(changed(base, slow=_taxed(failing, pricing)), pricing, settings)
     priced = [model.priced(f) if f.result is Result.FAIL else f for f in results]
     savings = {(f.policy, f.rule): f.impact.saved for f in priced if f.impact and f.impact.saved is not None}
     cost = WorkloadCost(
@@ -280,11 +281,11 @@ class _Model:
         if how is None or how.term is None:
             why = how.unpriced if how and how.unpriced else None
             unpriced = (
-                replace(self._unpriced, reason=f"the cost model does not price this rule: {why}")
+                changed(self._unpriced, reason=f"the cost model does not price this rule: {why}")
                 if why
                 else self._unpriced
             )
-            return replace(finding, impact=unpriced)
+            return changed(finding, impact=unpriced)
         key = (how.term, how.limit)
         if key not in self._fixed:
             after = FIXES[how.term](self.situation, how.limit)
@@ -295,8 +296,8 @@ class _Model:
                 self._fixed[key] = (fixed, self.now - lost_gpu_hours(fixed))
         fixed, saved = self._fixed[key]
         if saved is None:
-            return replace(finding, impact=Impact(None, _UNKNOWN, self.now_inputs, None))
+            return changed(finding, impact=Impact(None, _UNKNOWN, self.now_inputs, None))
         impact = Impact(saved, None, self.now_inputs, fixed)
         if not how.severity_from_impact:
-            return replace(finding, impact=impact)
-        return replace(finding, impact=impact, severity=Severity(severity_for(saved, self.settings)))
+            return changed(finding, impact=impact)
+        return changed(finding, impact=impact, severity=Severity(severity_for(saved, self.settings)))

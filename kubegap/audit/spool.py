@@ -13,11 +13,11 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from itertools import groupby
-from operator import attrgetter
 from typing import Any
 
 from kubegap.findings import Finding, Result
 from kubegap.impact import Inputs, Term
+from kubegap.records import fields_of
 
 _ORDERS = {
     "listed": "seq",
@@ -108,19 +108,18 @@ class _Reducers(dict[type, Callable[[Any], tuple[Any, ...]]]):
     read by one `attrgetter`, in C."""
 
     def __missing__(self, cls: type) -> Callable[[Any], tuple[Any, ...]]:
-        if not dataclasses.is_dataclass(cls) or not all(f.init for f in dataclasses.fields(cls)):
+        if not dataclasses.is_dataclass(cls):
             raise KeyError(cls)  # anything else pickles as it always does
-        names = [f.name for f in dataclasses.fields(cls)]
-        values = attrgetter(*names)
+        try:
+            values = fields_of(cls)[1]
+        except TypeError:  # a field the constructor does not take: pickled as it always is
+            raise KeyError(cls) from None
 
         def reduce(obj: Any) -> tuple[Any, ...]:
             return cls, values(obj)
 
-        def reduce_one(obj: Any) -> tuple[Any, ...]:  # attrgetter of one name gives the value, not a tuple
-            return cls, (values(obj),)
-
-        self[cls] = reduce if len(names) > 1 else reduce_one
-        return self[cls]
+        self[cls] = reduce
+        return reduce
 
 
 def _flat_inputs(inputs: Inputs) -> tuple[Any, ...]:

@@ -1,0 +1,62 @@
+"""kubegap.records: `changed` builds what `dataclasses.replace` builds, for every shape of dataclass."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from kubegap.findings import Finding, Impact, ObjectRef, Result, Severity
+from kubegap.records import changed, fields_of, record
+
+REF = ObjectRef("v1", "Pod", "team", "trainer")
+FINDING = Finding("p", "r", Severity.LOW, Result.FAIL, "message", "fix", REF, role="Worker", path="spec")
+
+
+@record
+class _One:
+    only: int
+
+
+@record
+class _None:
+    pass
+
+
+@dataclasses.dataclass
+class _Derived:
+    given: int
+    derived: int = dataclasses.field(init=False, default=0)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"impact": Impact(None, "why", None, None)},
+        {"roles": ("Worker", "Launcher")},
+        {"severity": Severity.CRITICAL, "message": "other"},
+        {"policy": "first", "roles": ("last",)},  # the first and last fields
+    ],
+)
+def test_a_changed_finding_equals_what_dataclasses_replace_builds(changes: dict[str, object]) -> None:
+    out = changed(FINDING, **changes)
+    assert out == dataclasses.replace(FINDING, **changes)
+    assert out is not FINDING
+    assert FINDING.roles == () and FINDING.impact is None  # the original is left as it was
+
+
+def test_classes_of_one_field_and_of_none_are_read_as_tuples() -> None:
+    assert fields_of(_One)[1](_One(3)) == (3,)
+    assert changed(_One(3), only=4) == _One(4)
+    assert fields_of(_None)[1](_None()) == ()
+
+
+def test_a_field_the_constructor_does_not_take_is_refused() -> None:
+    with pytest.raises(TypeError, match="_Derived"):
+        fields_of(_Derived)
+
+
+def test_a_name_that_is_no_field_is_refused() -> None:
+    with pytest.raises(ValueError):
+        changed(FINDING, colour="red")
