@@ -91,6 +91,7 @@ class Run:
     outcomes: dict[tuple[int, str], batch.Outcomes | None] = field(default_factory=dict)  # (group, scope)
     batch_activations: dict[int, Any] = field(default_factory=dict)  # group -> its scope programs' activation
     batch_bindings: dict[int, dict[str, Any]] = field(default_factory=dict)  # group -> the same, plain
+    batch_fits: dict[int, bool] = field(default_factory=dict)  # group -> whether CEL takes those as they are
     activations: dict[tuple[int, int], tuple[dict[str, Any], Any]] = field(default_factory=dict)
     # id of a binding -> its longest list or map, and whether CEL takes it as it is (kubegap.celcost.survey)
     sizes: dict[int, tuple[int, bool]] = field(default_factory=dict)

@@ -53,7 +53,7 @@ Outcomes = dict[tuple[int, int], dict[str, tuple[Any, ...]]]
 class ScopeProgram:
     program: Program
     policies: tuple[CompiledPolicy, ...]  # in the order of the program's per-unit list
-    costs: tuple[celcost.Cost, ...]
+    cost: celcost.Cost | None  # of its parts that iterate, summed; None where none does
     fast: fastcel.FastProgram | None = None  # the same program in Python, where it compiles (kubegap.fastcel)
 
 
@@ -77,12 +77,13 @@ def build(
                 program = backend.compile(source)
             except CelError:  # each policy's validations still run alone, as they compiled alone
                 continue
-            costs = tuple(c for p in chosen for c in p.batches[scope].costs)
+            costs = [c for p in chosen for c in p.batches[scope].costs]
             shared = group_of[id(chosen[0])]
             # parameters are the same for every object: ones CEL could not take keep the runtime
             fits = celcost.survey(shared.params)[1] and celcost.survey(shared.text)[1]
             fast = fastcel.compile_fast(source) if fits and fastcel.enabled() else None
-            out[(group, scope)] = ScopeProgram(program, tuple(chosen), costs, fast)
+            cost = celcost.total(costs) if costs else None
+            out[(group, scope)] = ScopeProgram(program, tuple(chosen), cost, fast)
     return out
 
 
@@ -94,12 +95,12 @@ def evaluate(run: Run, group: Group, scope: str) -> Outcomes | None:
     judged = _judged(group, units)  # a twin's bindings have its original's names
     if found is None or not units or any(set(u.bindings) != names for u in judged):
         return None
-    if found.costs:  # held to one expression's budget, at the longest list any unit's expressions see
+    if found.cost:  # held to one expression's budget, at the longest list any unit's expressions see
         seen = (run.facts.facts, *(v for u in judged for v in u.bindings.values()))
         items = max(group.items, *(run.items(v) for v in seen))
         if group.reads_object:
             items = max(items, run.items(run.obj))
-        if sum(cost.at(items) for cost in found.costs) > run.backend.cost_budget:
+        if found.cost.at(items) > run.backend.cost_budget:
             return None  # each validation then runs alone, within the budget and the deadline
     if run.deadline is not None and time.monotonic() > run.deadline:
         return None  # each validation then reports that it was not evaluated
@@ -153,16 +154,26 @@ def _fast(run: Run, group: Group, found: ScopeProgram) -> Any:
     if found.fast is None:
         return None
     bindings = _bindings(run, group)
-    for name, value in bindings.items():
-        if name.startswith(UNITS):
-            if not all(run.fits(v) for unit in value for v in unit.values()):
-                return None
-        elif name not in ("params", "paramsText") and not run.fits(value):  # parameters: checked at build
-            return None
+    fits = run.batch_fits.get(id(group))
+    if fits is None:  # the bindings hold every scope's units: checked once, not once per scope
+        fits = run.batch_fits[id(group)] = _fits(run, bindings)
+    if not fits:
+        return None
     try:
         return fastcel.run(found.fast, bindings)
     except celops.Unsure:
         return None
+
+
+def _fits(run: Run, bindings: Mapping[str, Any]) -> bool:
+    """Whether CEL takes every binding as it is (kubegap.celcost.survey); parameters are checked at build."""
+    for name, value in bindings.items():
+        if name.startswith(UNITS):
+            if not all(run.fits(v) for unit in value for v in unit.values()):
+                return False
+        elif name not in ("params", "paramsText") and not run.fits(value):
+            return False
+    return True
 
 
 def _activation(run: Run, group: Group) -> Any:

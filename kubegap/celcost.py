@@ -20,7 +20,7 @@ Simplifications, all on the side of counting more: a list membership test (`in`)
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +62,16 @@ class Cost:
 
     def describe(self, items: int) -> str:
         return f"estimated cost {self.at(items):,} for lists of {items:,} items"
+
+
+def total(costs: Iterable[Cost]) -> Cost:
+    """The cost of running all of `costs`: one polynomial, the sum of theirs, so it is evaluated once."""
+    terms: list[int] = []
+    for cost in costs:
+        terms += [0] * (len(cost.terms) - len(terms))
+        for power, coefficient in enumerate(cost.terms):
+            terms[power] += coefficient
+    return Cost(tuple(terms))
 
 
 def _tokens(source: str) -> Iterator[tuple[str, str]]:
