@@ -49,7 +49,7 @@ def _first(
 ) -> tuple[Knob, str, str | None, FieldPath] | None:
     """The first knob of `setting` (of framework `fw`, when given) present: (knob, label, value, path)."""
     for knob in catalogue.by_setting(setting):
-        if fw is not None and knob.framework != fw:
+        if (fw is not None and knob.framework != fw) or not readings.present(knob, cmd, env):
             continue
         for written, value, path in readings.raw_values(knob, cmd, env, base, False):
             return knob, f"{written} ({knob.framework})" if knob.framework else written, value, path

@@ -62,6 +62,16 @@ def convert(knob: Knob, text: str) -> float:
     return durations.parse_in_unit(text, knob.unit or "duration")
 
 
+def present(knob: Knob, cmd: argv.CommandLine, env: Environment, argv_only: bool = False) -> bool:
+    """Whether some form of the knob may be on the command line or in the environment. Most knobs are
+    absent from most containers: set tests, in C, say so before `raw_values` reads anything."""
+    return bool(
+        not knob.flags.isdisjoint(cmd.flags)
+        or (knob.overrides and cmd.overrides)
+        or (not argv_only and not knob.env.isdisjoint(env.variables))
+    )
+
+
 def raw_values(
     knob: Knob, cmd: argv.CommandLine, env: Environment, base: FieldPath, argv_only: bool
 ) -> Iterator[tuple[str, str | None, FieldPath]]:
@@ -100,7 +110,12 @@ def container_readings(
     readings: list[Reading] = []
     unreadable: list[Unreadable] = []
     for knob in catalogue.knobs:
-        if knob.annotation or knob.textual or not _applies(knob, cmd):
+        if (
+            knob.annotation
+            or knob.textual
+            or not present(knob, cmd, env, argv_only)
+            or not _applies(knob, cmd)
+        ):
             continue
         for written, text, path in raw_values(knob, cmd, env, base, argv_only):
             if knob.requires and not cmd.flag_values(knob.requires):
