@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kubegap import durations
+from kubegap.records import record
 
 MONTH_HOURS = 720.0
 
@@ -71,7 +72,7 @@ def settings_from(values: Mapping[str, Any], base: ImpactSettings | None = None)
     return replace(base or ImpactSettings(), **changes)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Term:
     """One model input in hours, with where it came from (shown to the user beside the figure)."""
 

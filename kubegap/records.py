@@ -2,7 +2,10 @@
 
 A frozen dataclass sets each field through `object.__setattr__`: 2.5 µs for a finding's 18 fields against
 0.6 µs (measured). Findings (every pass is one: 54 for a typical object) and evaluation units (a 64-job
-JobSet has 129) are built by the thousand, and nothing in kubegap assigns to them after.
+JobSet has 129) are built by the thousand, and nothing in kubegap assigns to them after. So are the small
+records facts are read into, per object: an environment variable (a 16-worker PyTorchJob with 50 of them
+per container builds 100: 2.6 against 0.85 µs each, measured), a template and its containers, a token,
+a reading, a cost-model term.
 """
 
 from __future__ import annotations

@@ -23,20 +23,21 @@ from typing import TYPE_CHECKING, Any
 
 from kubegap import raw
 from kubegap.fieldpath import FieldPath
+from kubegap.records import record
 
 if TYPE_CHECKING:
     from kubegap.facts.disruption import DisruptionReader
     from kubegap.facts.lifecycle import RestartReader
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Container:
     name: str
     path: FieldPath  # absolute path of the container mapping inside the object
     spec: Mapping[str, Any]  # the container mapping (TrainJob: built from spec.trainer)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PodTemplate:
     role: str
     path: FieldPath  # absolute path of the pod template ({metadata, spec}); () for a Pod

@@ -16,6 +16,7 @@ from types import MappingProxyType
 from kubegap import raw
 from kubegap.facts import shell
 from kubegap.fieldpath import FieldPath
+from kubegap.records import record
 
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)\Z", re.S)
@@ -25,7 +26,7 @@ _MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "orterun", "prterun"})
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Token:
     text: str
     path: FieldPath  # the command/args element the token came from

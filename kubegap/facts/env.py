@@ -14,11 +14,12 @@ from typing import Any
 from kubegap import raw
 from kubegap.facts.argv import Assignment
 from kubegap.fieldpath import FieldPath
+from kubegap.records import record
 
 ConfigMaps = Mapping[tuple[str, str], Mapping[str, str]]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Variable:
     name: str
     value: str | None  # None when the value cannot be seen

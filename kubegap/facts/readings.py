@@ -13,13 +13,14 @@ from kubegap.facts import argv
 from kubegap.facts.env import SOURCED, Environment
 from kubegap.facts.knobs import Catalogue, Framework, Knob
 from kubegap.fieldpath import FieldPath
+from kubegap.records import record
 
 _VAR_REF = re.compile(
     r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\(([A-Za-z_][A-Za-z0-9_]*)\)|([A-Za-z_][A-Za-z0-9_]*))\Z"
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Reading:
     setting: str
     value: float | None  # seconds, or steps for checkpointSteps; None for checkpointDisabled/Unbounded
@@ -169,7 +170,7 @@ def framework(catalogue: Catalogue, cmd: argv.CommandLine) -> Framework | None:
     return next((f for f in catalogue.frameworks if f.tokens & words or f.flags & flags), None)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Declaration:
     annotation: str
     text: str

@@ -24,6 +24,7 @@ from kubegap.facts import (
 from kubegap.facts.knobs import Catalogue
 from kubegap.facts.model import InvalidDeclaration, ObjectFacts, Scratch, Unit, UnreadableCount
 from kubegap.fieldpath import FieldPath, render
+from kubegap.records import record
 from kubegap.workloads import PodTemplate, Workload
 
 _Annotations = tuple[tuple[FieldPath, Mapping[str, Any]], ...]
@@ -110,7 +111,7 @@ def _commands(
     return parsed, counts
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Read:
     """What reading one template added, so that its twins add the same at their own paths."""
 
