@@ -16,7 +16,7 @@ def count(value: Any) -> int:
     if type(value) is int:  # exact types first: most values are plain ints and text
         return max(value, 0)
     if type(value) is str:
-        return _text_count(value)
+        return _known_count(value) if len(value) <= _KNOWN_LENGTH else _text_count(value)
     if isinstance(value, bool):
         return 0
     if isinstance(value, int):
@@ -24,9 +24,6 @@ def count(value: Any) -> int:
     return _text_count(value) if isinstance(value, str) else 0
 
 
-# Every container's limits and requests are counted three times over (its facts, its unreadable counts,
-# its NICs), and a cluster writes few distinct quantities: each text is read once.
-@functools.lru_cache(maxsize=1024)
 def _text_count(value: str) -> int:
     if not _DIGITS.match(value.strip()):
         return 0
@@ -34,6 +31,13 @@ def _text_count(value: str) -> int:
     # A Kubernetes quantity holds at most an int64; longer digit strings saturate there instead of
     # reaching CPython's 4,300-digit conversion limit (and a huge count still counts as GPUs).
     return min(int(digits), INT64_MAX) if len(digits) <= 19 else INT64_MAX
+
+
+# Every container's limits and requests are counted three times over (its facts, its unreadable counts,
+# its NICs), and a cluster writes few distinct quantities: each text is read once. Only short texts are
+# kept (a quantity is at most 19 digits and a suffix), so a webhook sent long ones keeps its memory.
+_KNOWN_LENGTH = 32
+_known_count = functools.lru_cache(maxsize=1024)(_text_count)
 
 
 def is_zero(value: Any) -> bool:

@@ -345,3 +345,14 @@ def test_the_tokeniser_cache_is_bounded() -> None:
     for index in range(limit + 10):
         argv.tokenize({"command": ["python", "train.py", f"--seed={index}"]})
     assert argv._parse.cache_info().currsize <= limit
+
+
+def test_a_long_script_is_tokenised_each_time_and_never_kept() -> None:
+    # the cache is bounded in entries; a webhook may be sent megabytes of script, so those are not kept
+    script = "export NCCL_DEBUG=WARN; " + "echo padding; " * 400 + "torchrun train.py --lr 1"
+    spec = {"command": ["bash", "-c"], "args": [script]}
+    kept = argv._parse.cache_info().currsize
+    first = argv.tokenize(spec)
+    assert argv.tokenize(spec) is not first
+    assert argv._parse.cache_info().currsize == kept
+    assert [t.text for t in first.tokens][-2:] == ["--lr", "1"]

@@ -54,6 +54,19 @@ def test_quantity_counts_saturate_at_int64(value: str, count: int) -> None:
     assert quantities.count(value) == count
 
 
+def test_short_quantity_texts_are_read_once_and_long_ones_are_never_kept() -> None:
+    short = " 0000000000000000000000000031 "  # 30 characters: a quantity's length
+    quantities.count(short)
+    hits = quantities._known_count.cache_info().hits
+    assert quantities.count(short) == 31
+    assert quantities._known_count.cache_info().hits == hits + 1
+    # a webhook may be sent megabytes of digits: counted, and not kept
+    before = quantities._known_count.cache_info()
+    assert quantities.count("7" * 1_000_000) == INT64_MAX
+    after = quantities._known_count.cache_info()
+    assert (after.hits, after.misses, after.currsize) == (before.hits, before.misses, before.currsize)
+
+
 JOB = """\
 apiVersion: kubeflow.org/v1
 kind: PyTorchJob

@@ -91,12 +91,19 @@ def _raw_words(command: Sequence[object], args: Sequence[object]) -> Iterator[tu
 def tokenize(container: Mapping[str, object]) -> CommandLine:
     command = container.get("command")
     args = container.get("args")
-    return _parse(tuple(_raw_words(raw.items(command), raw.items(args))))
+    words = tuple(_raw_words(raw.items(command), raw.items(args)))
+    if sum(len(text) for text, _ in words) > _KEPT_TEXT:
+        return _parse.__wrapped__(words)  # a long script is read each time, not kept
+    return _parse(words)
 
 
 # Keyed by content: the pods of one job, and the jobs of one team, share their command lines, so an audit
-# tokenises each distinct command once. Bounded, so a cluster of distinct commands keeps memory flat; a
-# CommandLine is immutable (its flag index is a read-only view), so sharing one is safe.
+# tokenises each distinct command once. Bounded in entries, and in each entry's text (4,096 characters:
+# the scripts a webhook is sent may be megabytes long), so memory stays flat; a CommandLine is immutable
+# to its readers (its flag index is a read-only view, its tokens records), so sharing one is safe.
+_KEPT_TEXT = 4096
+
+
 @functools.lru_cache(maxsize=2048)
 def _parse(words: tuple[tuple[str, FieldPath], ...]) -> CommandLine:
     tokens: list[Token] = []
