@@ -92,7 +92,7 @@ def tokenize(container: Mapping[str, object]) -> CommandLine:
     command = container.get("command")
     args = container.get("args")
     words = tuple(_raw_words(raw.items(command), raw.items(args)))
-    if sum(len(text) for text, _ in words) > _KEPT_TEXT:
+    if sum([len(text) for text, _ in words]) > _KEPT_TEXT:
         return _parse.__wrapped__(words)  # a long script is read each time, not kept
     return _parse(words)
 

@@ -74,19 +74,17 @@ _Plan = Any
 
 
 def _plan(value: Any, text: str, pattern: re.Pattern[str]) -> _Plan | None:
-    kind = type(value)  # facts are built of plain dicts, lists and scalars: exact tests
-    if kind is str:
-        if text not in value:
-            return None
-        pieces = pattern.split(value)
-        return tuple(pieces) if len(pieces) > 1 else None
-    if kind is dict:
-        items: Any = value.items()
-    elif kind is list:
-        items = enumerate(value)
-    else:
-        return None
-    plan = {k: p for k, v in items if (p := _plan(v, text, pattern)) is not None}
+    """The plan for a dict or list (the facts are a list of records): its strings are looked at here, not
+    in a call each, since most of the facts' values are strings and scalars."""
+    items: Any = value.items() if type(value) is dict else enumerate(value)
+    plan: dict[Any, _Plan] = {}
+    for key, part in items:
+        kind = type(part)  # facts are built of plain dicts, lists and scalars: exact tests
+        if kind is str:
+            if text in part and len(pieces := pattern.split(part)) > 1:
+                plan[key] = tuple(pieces)
+        elif (kind is dict or kind is list) and (inner := _plan(part, text, pattern)) is not None:
+            plan[key] = inner
     return plan or None
 
 
