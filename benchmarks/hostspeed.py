@@ -1,9 +1,9 @@
 """How fast this machine runs Python at the moment, printed above each benchmark's figures.
 
-Benchmark machines are often shared, and not all alike: on 4 December the engine's typical object took 2.7 to
-4.2 ms of CPU where it had taken 0.9 to 1.4 ms the day before, with the same code on a new machine of the
-same kind. CPU time does not hide such a difference, so figures from two runs are comparable only where
-this loop took about as long in both.
+Benchmark machines are often shared, and their speed moves: on 4 December the engine's typical object
+took 2.7 to 4.2 ms of CPU where it had taken 0.9 to 1.4 ms the day before, with the same code. CPU time
+does not hide such a difference, so figures from two runs are comparable only where this loop took about
+as long in both.
 """
 
 from __future__ import annotations
