@@ -33,7 +33,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the test API server lives in tests/support
-import hostspeed  # noqa: E402
 
 _OTHER = [
     ("apps/v1", "Deployment"),
@@ -426,7 +425,6 @@ def main() -> int:
         return _stub_child(args.stub_child, args.page_size)
     if args.floor_child:
         return _floor_child(args.floor_child, args.page_size)
-    print(hostspeed.line(), flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="kubegap-bench-audit-") as tmp:
         for stub in (False, True) if args.stub_engine else (False,):

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import hostspeed
 from webhook_payloads import copies, jobset, owned, pytorchjob
 
 from kubegap.cli import GC_THRESHOLDS
@@ -78,7 +77,6 @@ def main() -> int:
         ("jobset64", jobset(64), None, max(20, args.count // 20)),
     ]
     clock = "wall" if args.wall else "CPU"
-    print(hostspeed.line())
     print(f"engine per object ({args.backend}, {clock} time), {len(engine.compiled)} policies")
     for name, obj, target, count in cases:
         size = len(json.dumps(obj))

@@ -27,7 +27,6 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus
-import hostspeed
 
 from kubegap.cel import CelError
 from kubegap.config import Settings
@@ -123,7 +122,6 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    print(hostspeed.line())
     with tempfile.TemporaryDirectory() as tmp:
         paths = corpus.write(Path(tmp), args.count)
         size = sum(p.stat().st_size for p in paths)

@@ -42,7 +42,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import hostspeed
 import trustme
 from webhook_payloads import payloads, renamed, variants
 
@@ -388,14 +387,7 @@ def main() -> int:
     args = _arguments()
     if args.install_wrk:
         subprocess.run(["apt-get", "install", "-y", "wrk"], check=True)
-    host = hostspeed.loop_ms()
-    print(hostspeed.line(host), flush=True)
-    results: dict[str, Any] = {
-        "cpus": os.cpu_count(),
-        "host_loop_ms": round(host, 1),
-        "runs": {},
-        **vars(args),
-    }
+    results: dict[str, Any] = {"cpus": os.cpu_count(), "runs": {}, **vars(args)}
     workdir = Path(tempfile.mkdtemp(prefix="kubegap-bench-"))
     server = Server(workdir, args.workers, args.threads)
     try:
