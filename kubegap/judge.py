@@ -35,19 +35,22 @@ def results(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
             state = states.get(id(unit)) or states.setdefault(id(unit), UnitState(run, policy, unit))
             outcomes = state.outcomes()
             if outcomes is not None and state.unexempted():  # the common case, kept short
-                if outcomes:  # else the policy does not apply to the unit
-                    applied = True
-                    outcome = outcomes[validation.validation.name]
-                    if outcome:  # else the validation does not
-                        passing = outcome[0] is True
-                        roles = run.told_roles(unit) if twins and (passing or not placed) else ()
-                        if roles:
-                            told.add(id(unit))
-                        if passing:
-                            yield state.passed(validation, roles)
-                            continue
-                        result = _judge(run, validation, state, outcome)
-                        yield changed(result, roles=roles) if roles else result
+                applied = applied or bool(outcomes)
+                if not outcomes or not (outcome := outcomes[validation.validation.name]):
+                    # the policy or the validation does not apply: nor, then, to the unit's twins, whose
+                    # outcomes and annotations are its own (kubegap.batch.twin_outcome)
+                    if twins:
+                        told.add(id(unit))
+                    continue
+                passing = outcome[0] is True
+                roles = run.told_roles(unit) if twins and (passing or not placed) else ()
+                if roles:
+                    told.add(id(unit))
+                if passing:
+                    yield state.passed(validation, roles)
+                    continue
+                result = _judge(run, validation, state, outcome)
+                yield changed(result, roles=roles) if roles else result
                 continue
             applies, found = _judge_alone(run, validation, state, outcomes, void_exemptions)
             applied = applied or applies
