@@ -128,6 +128,52 @@ def test_a_twin_differs_only_in_its_path_and_role(engine: Engine) -> None:
     )
 
 
+def test_a_twins_declarations_are_its_originals_at_its_own_path(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Declarations on twin templates, readable or not, are read once and moved: the facts, the unreadable
+    ones (each at its own template's path, in the same order) and the results are those of reading each."""
+    notes = {
+        "kubegap.dev/step-time": "8.4 sec",
+        "kubegap.dev/checkpoint-interval": "2h",
+        "kubegap.dev/checkpoint-save-time": "soon",
+        "kubegap.dev/expected-runtime": "72h",
+    }
+    container = {
+        "name": "trainer",
+        "image": "nvcr.io/nvidia/pytorch:24.07-py3",
+        "command": ["torchrun", "train.py", "--save_steps", "500"],
+        "resources": {"limits": {"nvidia.com/gpu": 8}},
+    }
+    pod = {"metadata": {"annotations": notes}, "spec": {"containers": [container]}}
+    obj = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "j", "annotations": {"kubegap.dev/checkpoint-save-time": "later"}},
+        "spec": {
+            "replicatedJobs": [
+                {"name": n, "replicas": 2, "template": {"spec": {"template": copy.deepcopy(pod)}}}
+                for n in ("a", "b", "c")
+            ]
+        },
+    }
+    once = kinds.gather(obj, engine.catalogue, {})
+    results = engine.evaluate(obj).results
+    assert once is not None
+    # each template's unreadable declarations, in the order each template was read
+    assert [(v.path[2], v.annotation, v.text) for v in once.invalid] == [
+        (index, key, notes[key])
+        for key in ("kubegap.dev/step-time", "kubegap.dev/checkpoint-save-time")
+        for index in range(3)
+    ]
+    first = "spec.replicatedJobs[0].template.spec.template.metadata.annotations"
+    assert once.facts["checkpoint"]["interval"]["path"] == f"{first}['kubegap.dev/checkpoint-interval']"
+    assert once.facts["expectedRuntime"]["path"] == f"{first}['kubegap.dev/expected-runtime']"
+    monkeypatch.setattr(twins, "originals", _separately)
+    assert kinds.gather(obj, engine.catalogue, {}) == once
+    assert results == collapse(engine.evaluate(obj).results, once.units["template"])
+
+
 def test_a_path_under_another_template_or_a_longer_name_is_not_moved() -> None:
     def pod(path: FieldPath) -> PodTemplate:
         return PodTemplate("r", path, 1, {}, {}, ())

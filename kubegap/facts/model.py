@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubegap import durations
@@ -74,21 +74,47 @@ class Scratch:
     metadata: Mapping[str, Any]
     invalid: dict[FieldPath, InvalidDeclaration] = field(default_factory=dict)
     unresolved: list[str] = field(default_factory=list)
+    # id of a twin template -> (its original, how a path moves from the original to a twin)
+    twins: dict[int, tuple[PodTemplate, Callable[[FieldPath, PodTemplate], FieldPath]]] = field(
+        default_factory=dict
+    )
+    declarations: dict[tuple[str, int], tuple[Found | None, tuple[InvalidDeclaration, ...]]] = field(
+        default_factory=dict
+    )  # (setting, id of an original template) -> what `_declared` found there
 
     def declared(self, setting: str, template: PodTemplate) -> Found | None:
-        """The value a `kubegap.dev/` annotation declares for `setting`; an unreadable one is recorded."""
+        """The value a `kubegap.dev/` annotation declares for `setting`; an unreadable one is recorded.
+        A twin template's is its original's, moved to the twin's path (kubegap.facts.twins)."""
+        twin = self.twins.get(id(template))
+        if twin is None:
+            found, invalid = self.declarations[(setting, id(template))] = self._declared(setting, template)
+            return found
+        first, move = twin
+        found, invalid = self.declarations.get((setting, id(first))) or self._declared(setting, first)
+        for bad in invalid:
+            moved = replace(bad, path=move(bad.path, template))
+            self.invalid[moved.path] = moved
+        return None if found is None else (found[0], found[1], move(found[2], template))
+
+    def _declared(
+        self, setting: str, template: PodTemplate
+    ) -> tuple[Found | None, tuple[InvalidDeclaration, ...]]:
+        """The declared value, and the declarations on the way to it that could not be read (recorded)."""
+        invalid: list[InvalidDeclaration] = []
         for knob in readings.declared(self.catalogue, setting):
             assert knob.annotation is not None
             found = readings.declaration(knob.annotation, template.metadata, template.path, self.metadata)
             if found is None:
                 continue
             try:
-                return readings.convert(knob, found.text), f"{knob.annotation}: {found.text}", found.path
+                value = readings.convert(knob, found.text)
             except ValueError as err:
-                self.invalid[found.path] = InvalidDeclaration(
-                    knob.annotation, found.text, str(err), found.path
-                )
-        return None
+                bad = InvalidDeclaration(knob.annotation, found.text, str(err), found.path)
+                self.invalid[found.path] = bad
+                invalid.append(bad)
+                continue
+            return (value, f"{knob.annotation}: {found.text}", found.path), tuple(invalid)
+        return None, tuple(invalid)
 
     def longest_declared(self, setting: str, templates: list[PodTemplate]) -> dict[str, Any] | None:
         return longest([d for d in (self.declared(setting, t) for t in templates) if d is not None])

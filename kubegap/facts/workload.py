@@ -70,6 +70,7 @@ def gather(
             continue
         if first not in firsts:
             firsts[first] = twins.Original(read[first].pod, [read[first].template, *read[first].containers])
+        scratch.twins[id(each)] = (read[first].pod, firsts[first].moved)
         read.append(_read_twin(scratch, pods, each, read[first], firsts[first]))
     facts = _workload_facts(obj, workload, metadata, pods.totals, pods.purposes)
     facts["checkpoint"] = checkpoint.gather(scratch, pods.readings, pods.trainers)
