@@ -20,7 +20,7 @@ from kubegap.evaluate import Engine, build_engine
 from kubegap.facts import twins
 from kubegap.fieldpath import FieldPath
 from kubegap.findings import Result
-from kubegap.workloads import PodTemplate
+from kubegap.workloads import Container, PodTemplate
 from tests.test_evaluate import engine_for, policy_text
 
 _DATA = Path(__file__).parent / "data"
@@ -172,6 +172,24 @@ def test_a_twins_declarations_are_its_originals_at_its_own_path(
     monkeypatch.setattr(twins, "originals", _separately)
     assert kinds.gather(obj, engine.catalogue, {}) == once
     assert results == collapse(engine.evaluate(obj).results, once.units["template"])
+
+
+def test_templates_differing_in_a_container_are_not_twins() -> None:
+    job = {"template": {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}}}
+    other = copy.deepcopy(job)
+    other["template"]["spec"]["template"]["spec"]["containers"][0]["image"] = "j"
+    jobs = [{"name": n, **j} for n, j in (("a", job), ("b", other), ("c", copy.deepcopy(job)))]
+    obj = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "spec": {"replicatedJobs": jobs}}
+    workload = kinds.workload_of(obj)
+    assert workload is not None
+    assert twins.originals(workload.templates) == [None, None, 0]
+
+    # a container read from outside the pod spec (a TrainJob's trainer) is compared on its own
+    def trainer(index: int, image: str) -> PodTemplate:
+        path = ("spec", "trainers", index)
+        return PodTemplate("t", path, 1, {}, {}, (Container("t", (*path, "trainer"), {"image": image}),))
+
+    assert twins.originals([trainer(0, "i"), trainer(1, "j"), trainer(2, "i")]) == [None, None, 0]
 
 
 def test_a_path_under_another_template_or_a_longer_name_is_not_moved() -> None:
