@@ -22,14 +22,15 @@ from hypothesis import strategies as st
 from kubegap.config import Settings
 from kubegap.webhook import create_app
 from tests.support import fuzzing
+from tests.webhook.asgi import call
 
 
 def _review_check() -> Callable[[bytes], None]:
-    client = create_app(Settings()).test_client()
+    app = create_app(Settings())
 
     def check(body: bytes) -> None:
-        reply = client.post("/validate", data=body, headers={"Content-Type": "application/json"})
-        fuzzing.check_review(reply.status_code, reply.get_data(), body)
+        reply = call(app, "POST", "/validate", body, {"Content-Type": "application/json"})
+        fuzzing.check_review(reply.status, reply.body, body)
 
     return check
 

@@ -82,3 +82,11 @@ def test_generated_admission_reviews_get_a_4xx_or_an_answer_for_their_uid(app: W
         fuzzing.check_review(reply.status, reply.body, body)
 
     run()
+
+
+def test_the_on_demand_fuzzer_runs_every_property() -> None:
+    """`benchmarks/fuzz.py` builds its own checks; a few examples each keep it from rotting unseen."""
+    from benchmarks import fuzz
+
+    for name, (strategy, make) in fuzz.PROPERTIES.items():
+        assert fuzz.run(name, strategy, make(), examples=3), name
