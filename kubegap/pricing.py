@@ -47,8 +47,14 @@ def _hours(seconds: float, source: str) -> Term:
 
 
 def _trainers(facts: ObjectFacts) -> list[Mapping[str, Any]]:
+    """The training containers' facts; a twin template's are left out (kubegap.facts.twins): they equal
+    its original's, and every term below is the same over duplicates or keeps the first of equals."""
     units = facts.units.get("container", ())
-    return [u.bindings["container"] for u in units if u.bindings["container"]["accelerators"] > 0]
+    return [
+        u.bindings["container"]
+        for u in units
+        if u.original is None and u.bindings["container"]["accelerators"] > 0
+    ]
 
 
 def _timeout(trainers: Sequence[Mapping[str, Any]]) -> Term | None:

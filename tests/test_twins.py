@@ -287,3 +287,45 @@ def test_a_verdict_that_reads_no_place_is_taken_from_the_first_twin_and_a_failur
 def test_no_bundled_verdict_reads_a_units_place(engine: Engine) -> None:
     """Every bundled policy's verdicts on a twin template are taken from the first twin's."""
     assert all(group.twins for group in engine.group_of.values())
+
+
+def test_a_twins_facts_are_moved_only_when_read(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A twin whose results are told with its original's never reads its own facts: none are copied."""
+    moves: list[PodTemplate] = []
+    facts = twins.Original.facts
+
+    def counted(self: twins.Original, twin: PodTemplate) -> Any:
+        moves.append(twin)
+        return facts(self, twin)
+
+    monkeypatch.setattr(twins.Original, "facts", counted)
+    obj = _jobset([f"j{i}" for i in range(8)])
+    engine.evaluate(obj)
+    assert moves == []
+    gathered = kinds.gather(obj, engine.catalogue, {})
+    assert gathered is not None
+    last = gathered.units["container"][-1]
+    assert (
+        last.bindings["container"]["path"]
+        == "spec.replicatedJobs[7].template.spec.template.spec.containers[0]"
+    )
+    assert last.bindings["template"]["role"] == "j7"
+    assert [t.path for t in moves] == [("spec", "replicatedJobs", 7, "template", "spec", "template")]
+
+
+def test_what_a_twin_could_not_see_is_what_its_own_facts_say(engine: Engine) -> None:
+    """A twin's unresolved sources, listed for the object and the checkpoint without reading its facts,
+    are those its facts hold once moved: here a ConfigMap and a flag whose text spells a template's path
+    (kubegap.facts.twins moves such text with the path)."""
+    first = "spec.replicatedJobs[0].template.spec.template"
+    obj = _jobset(["a", "b", "c"])
+    for job in obj["spec"]["replicatedJobs"]:
+        trainer = job["template"]["spec"]["template"]["spec"]["containers"][0]
+        trainer["command"] = ["torchrun", "train.py", "--save_steps", first]
+        trainer["env"] = [{"name": "S", "valueFrom": {"configMapKeyRef": {"name": first, "key": "k"}}}]
+    gathered = kinds.gather(obj, engine.catalogue, {})
+    assert gathered is not None
+    texts = [u for unit in gathered.units["container"] for u in unit.bindings["container"]["unresolved"]]
+    assert len(texts) == 6 and "spec.replicatedJobs[2]" in texts[-1]
+    assert gathered.unresolved == tuple(dict.fromkeys(texts))
+    assert gathered.facts["checkpoint"]["unresolvedText"] == "; ".join(dict.fromkeys(texts))

@@ -40,11 +40,13 @@ def gather(
     scratch: Scratch,
     per_template: list[tuple[PodTemplate, list[readings.Reading]]],
     trainers: list[dict[str, Any]],
+    unseen: list[str],
 ) -> dict[str, Any]:
-    """`per_template` holds each template's accelerator-container readings; `trainers` those containers.
-    A twin template comes with no readings (kubegap.facts.workload): they would equal its original's
-    in value and source and come after them, and every fact here keeps the first of equals (`setdefault`,
-    and `max`, which returns the first of several largest)."""
+    """`per_template` holds each template's accelerator-container readings; `trainers` those containers'
+    facts and `unseen` what they could not see. A twin template comes with no readings nor trainers
+    (kubegap.facts.workload): they would equal its original's in value and source and come after them,
+    and every fact here keeps the first of equals (`setdefault`, and `max`, which returns the first of
+    several largest). What a twin could not see is in `unseen`, at its own paths."""
     seen = _Seen()
     for template, found in per_template:
         step_time = scratch.declared("stepTime", template)
@@ -63,7 +65,6 @@ def gather(
     # Only what the accelerator containers could not see can hide a checkpoint knob; a sidecar's is noise.
     if trainers:  # where a missing interval would be written: the first training container
         out["trainerPath"] = trainers[0]["path"]
-    unseen = (u for c in trainers for u in c["unresolved"])
     out["unresolvedText"] = "; ".join(dict.fromkeys(unseen))
     if seen.steps:
         steps, source, path = max(seen.steps, key=lambda t: t[0])

@@ -209,8 +209,12 @@ def _same(a: str, b: str) -> bool:
     return posixpath.normpath(a.rstrip("/")) == posixpath.normpath(b.rstrip("/"))
 
 
-def gather(templates: tuple[PodTemplate, ...], trainers: list[dict[str, Any]]) -> dict[str, Any]:
-    """The workload's recovery facts from its training containers: the least safe of each counts."""
+def gather(
+    templates: tuple[PodTemplate, ...], trainers: list[dict[str, Any]], training: set[int]
+) -> dict[str, Any]:
+    """The workload's recovery facts from its training containers (a twin template's are left out: they
+    equal its original's and come after them, and the least safe of each counts, the first of equals);
+    `training` holds the `id` of each template, twins too, with a training container."""
     own = [c["recovery"] for c in trainers if c.get("recovery")]
     out: dict[str, Any] = {}
     stored = [r["storage"] for r in own if "storage" in r]
@@ -225,16 +229,16 @@ def gather(templates: tuple[PodTemplate, ...], trainers: list[dict[str, Any]]) -
     signals = [r["onSignal"] for r in own if r.get("onSignal", {}).get("on")]
     if signals:
         out["onSignal"] = signals[0]
-        grace = _grace(templates, {c["path"] for c in trainers})
+        grace = _grace(templates, training)
         out.update(grace)
     return out
 
 
-def _grace(templates: tuple[PodTemplate, ...], trainer_paths: set[str]) -> dict[str, Any]:
+def _grace(templates: tuple[PodTemplate, ...], training: set[int]) -> dict[str, Any]:
     """The shortest terminationGracePeriodSeconds of the pods that train (core/v1 default 30 s)."""
     found: list[tuple[float, str, str]] = []
     for template in templates:
-        if not template.pod_level or not any(render(c.path) in trainer_paths for c in template.containers):
+        if not template.pod_level or id(template) not in training:
             continue
         path = render((*template.path, "spec", "terminationGracePeriodSeconds"))
         value = template.spec.get("terminationGracePeriodSeconds")

@@ -3,13 +3,15 @@
 A JobSet's replicated jobs, a Volcano job's tasks and a PyTorchJob's replica types are often the same
 pod template under other names: a 64-job JobSet is one template 64 times. A template's facts depend only
 on its content and on the object around it, except for its own field path and role, so a twin's facts are
-its first twin's facts with the path prefix and the role replaced, which costs a copy instead of a read.
+its first twin's facts with the path prefix and the role replaced, which costs a copy instead of a read,
+and the copy is made only when something reads them (`Deferred`). Every string of the facts that spells the
+first twin's path is moved, including text the user wrote that happens to spell it (a flag's value).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from kubegap.fieldpath import FieldPath, render
@@ -66,6 +68,49 @@ class Original:
         """The twin's facts: a copy of this template's with every rendered path moved to the twin's, sharing
         every part that names no path (facts are never changed once gathered)."""
         return self._facts if self._plan is None else _apply(self._facts, self._plan, render(twin.path))
+
+    def text(self, value: str, twin: PodTemplate) -> str:
+        """One string of this template's facts as the twin's facts hold it."""
+        if self._text not in value or len(pieces := self._pattern.split(value)) == 1:
+            return value
+        return render(twin.path).join(pieces)
+
+
+class Deferred:
+    """A twin's facts (its template's, then its containers'), moved from its original's when first read.
+    Most twins' results are told with their original's (kubegap.judge) and never read their own: a 64-job
+    JobSet's 63 twins then cost no copy."""
+
+    __slots__ = ("_facts", "_original", "_twin")
+
+    def __init__(self, original: Original, twin: PodTemplate) -> None:
+        self._original, self._twin = original, twin
+        self._facts: list[dict[str, Any]] | None = None
+
+    def part(self, index: int) -> dict[str, Any]:
+        if self._facts is None:
+            template, *containers = self._original.facts(self._twin)
+            self._facts = [{**template, "role": self._twin.role}, *containers]
+        return self._facts[index]
+
+
+class Bindings(Mapping[str, Any]):
+    """A twin unit's bindings, read from its Deferred facts: `template`, and `container` for a container."""
+
+    __slots__ = ("_facts", "_names")
+
+    def __init__(self, facts: Deferred, container: int | None) -> None:
+        self._facts = facts
+        self._names = {"template": 0} if container is None else {"template": 0, "container": 1 + container}
+
+    def __getitem__(self, name: str) -> Any:
+        return self._facts.part(self._names[name])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
 # A plan: a string's pieces around each place it names the path (the twin's path joins them), or

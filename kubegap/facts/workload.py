@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -37,7 +37,12 @@ class _Pods:
     templates: list[Unit] = field(default_factory=list)
     containers: list[Unit] = field(default_factory=list)
     readings: list[tuple[PodTemplate, list[readings.Reading]]] = field(default_factory=list)
-    trainers: list[dict[str, Any]] = field(default_factory=list)  # facts of accelerator containers
+    # Facts of the accelerator containers of templates that are no twin: a twin's equal its original's,
+    # after them, and every fact read from them keeps the first of equals or is the same over duplicates
+    # (kubegap.facts.checkpoint, persistence, torchrun; kubegap.pricing reads the originals' units alike).
+    trainers: list[dict[str, Any]] = field(default_factory=list)
+    training: set[int] = field(default_factory=set)  # id of each template, twins too, with a trainer
+    unseen: list[str] = field(default_factory=list)  # what the accelerator containers could not see
     unsized: list[UnreadableCount] = field(default_factory=list)  # accelerator counts that cannot be read
     purposes: list[str | None] = field(default_factory=list)
     totals: dict[str, int] = field(
@@ -69,12 +74,12 @@ def gather(
             read.append(_read_template(scratch, pods, each, parsed, counts, launch))
             continue
         if first not in firsts:
-            firsts[first] = twins.Original(read[first].pod, [read[first].template, *read[first].containers])
+            firsts[first] = twins.Original(read[first].pod, read[first].facts)
         scratch.twins[id(each)] = (read[first].pod, firsts[first].moved)
         read.append(_read_twin(scratch, pods, each, read[first], firsts[first]))
     facts = _workload_facts(obj, workload, metadata, pods.totals, pods.purposes)
-    facts["checkpoint"] = checkpoint.gather(scratch, pods.readings, pods.trainers)
-    facts["recovery"] = persistence.gather(workload.templates, pods.trainers)
+    facts["checkpoint"] = checkpoint.gather(scratch, pods.readings, pods.trainers, pods.unseen)
+    facts["recovery"] = persistence.gather(workload.templates, pods.trainers, pods.training)
     if (run := torchrun.workload(obj, workload.kind, pods.trainers, facts["multiNode"])) is not None:
         facts["torchrun"] = run
     runtime = scratch.longest_declared("expectedRuntime", list(workload.templates))
@@ -117,15 +122,17 @@ class _Read:
     """What reading one template added, so that its twins add the same at their own paths."""
 
     pod: PodTemplate
-    template: dict[str, Any]
-    containers: list[dict[str, Any]]
+    facts: list[dict[str, Any]]  # the template's, then its containers'; a twin's are its original's
+    bindings: Sequence[Mapping[str, Any]]  # each unit's: the template's, then its containers'
     # A twin's are left out: they equal its original's in value and source, after them, and the
     # checkpoint facts they feed keep the first of equals (kubegap.facts.checkpoint)
     readings: list[readings.Reading]
     purposes: list[str | None]
-    trainers: list[int]  # indexes into containers
+    trainers: list[int]  # indexes into the containers
     invalid: list[InvalidDeclaration]  # declarations on the template found unreadable
     unsized: list[UnreadableCount]
+    unseen: list[str]  # the accelerator containers' `unresolved`, at this template's paths
+    twin: bool = False
     units: list[Unit] = field(default_factory=list)  # the template's unit, then its containers'
 
 
@@ -160,7 +167,10 @@ def _read_template(
         v for k, v in scratch.invalid.items() if k not in invalid_before and k[: len(pod.path)] == pod.path
     ]
     unsized = [u for c in pod.containers for u in container.unreadable_counts(scratch.catalogue, c)]
-    done = _Read(pod, tfacts, own, found_here, purposes, trainers, invalid, unsized)
+    unseen = [u for i in trainers for u in own[i]["unresolved"]]
+    bindings = [{"template": tfacts}, *({"template": tfacts, "container": c} for c in own)]
+    done = _Read(pod, [tfacts, *own], bindings, found_here, purposes, trainers, invalid, unsized, unseen)
+    pods.trainers += [own[i] for i in trainers]
     _add(scratch, pods, done, None)
     return done
 
@@ -168,34 +178,39 @@ def _read_template(
 def _read_twin(
     scratch: Scratch, pods: _Pods, pod: PodTemplate, read: _Read, original: twins.Original
 ) -> _Read:
-    """A twin's facts: its original's, moved to its own path (kubegap.facts.twins)."""
-    moved, *own = original.facts(pod)
-    tfacts = {**moved, "role": pod.role}
+    """A twin's facts: its original's, moved to its own path when first read (kubegap.facts.twins)."""
+    deferred = twins.Deferred(original, pod)
+    bindings = [
+        twins.Bindings(deferred, None),
+        *(twins.Bindings(deferred, i) for i in range(len(pod.containers))),
+    ]
     at = original.moved
     invalid = [replace(v, path=at(v.path, pod)) for v in read.invalid]
     unsized = [replace(u, path=at(u.path, pod)) for u in read.unsized]
-    done = _Read(pod, tfacts, own, [], read.purposes, read.trainers, invalid, unsized)
+    unseen = [original.text(u, pod) for u in read.unseen]
+    done = _Read(pod, read.facts, bindings, [], read.purposes, read.trainers, invalid, unsized, unseen, True)
     scratch.invalid.update((v.path, v) for v in invalid)
-    scratch.unresolved.extend(u for c in own for u in c["unresolved"])
+    scratch.unresolved.extend(original.text(u, pod) for c in read.facts[1:] for u in c["unresolved"])
     _add(scratch, pods, done, read)
     return done
 
 
 def _add(scratch: Scratch, pods: _Pods, read: _Read, original: _Read | None) -> None:
-    pod, tfacts = read.pod, read.template
+    pod, per_pod = read.pod, read.facts[0]  # a twin's counts are its original's
     pods.purposes += read.purposes
-    pods.trainers += [read.containers[i] for i in read.trainers]
+    if read.trainers:
+        pods.training.add(id(pod))
+        pods.unseen += read.unseen
     pods.readings.append((pod, read.readings))
     pods.unsized += read.unsized
-    pods.totals["totalGpus"] += pod.replicas * tfacts["gpusPerPod"]
-    pods.totals["gpuPods"] += pod.replicas if tfacts["gpusPerPod"] else 0
-    pods.totals["totalAccelerators"] += pod.replicas * tfacts["acceleratorsPerPod"]
+    pods.totals["totalGpus"] += pod.replicas * per_pod["gpusPerPod"]
+    pods.totals["gpuPods"] += pod.replicas if per_pod["gpusPerPod"] else 0
+    pods.totals["totalAccelerators"] += pod.replicas * per_pod["acceleratorsPerPod"]
     annotations = _annotations(pod, scratch.metadata)
     firsts: list[Unit | None] = list(original.units) if original else [None] * (1 + len(pod.containers))
-    units = [Unit("template", {"template": tfacts}, pod.role, None, pod.path, annotations, firsts[0])]
-    for c, each, first in zip(read.containers, pod.containers, firsts[1:], strict=True):
-        bindings = {"template": tfacts, "container": c}
-        units.append(Unit("container", bindings, pod.role, c["name"], each.path, annotations, first))
+    units = [Unit("template", read.bindings[0], pod.role, None, pod.path, annotations, firsts[0])]
+    for bindings, each, first in zip(read.bindings[1:], pod.containers, firsts[1:], strict=True):
+        units.append(Unit("container", bindings, pod.role, each.name, each.path, annotations, first))
     read.units.extend(units)
     pods.templates.append(read.units[0])
     pods.containers += read.units[1:]
