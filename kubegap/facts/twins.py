@@ -47,6 +47,12 @@ def originals(templates: Sequence[PodTemplate]) -> list[int | None]:
     return out
 
 
+# A plan: a string's pieces around each place it names the path (the twin's path joins them), or
+# {key or index: plan} for the parts of a dict or list to copy
+_Plan = Any
+_UNPLANNED: _Plan = object()  # most twins' facts are never read (Deferred): nor is the plan made
+
+
 class Original:
     """The first of some twin templates, with its facts: moves them to each twin's path."""
 
@@ -55,7 +61,7 @@ class Original:
         self._text = render(template.path)
         # the rendered path, not followed by more of a name (`template` is not `templates`)
         self._pattern = re.compile(re.escape(self._text) + r"(?![\w$-])")
-        self._plan = _plan(facts, self._text, self._pattern)  # the strings that name the path: walked once
+        self._plan: _Plan | None = _UNPLANNED  # the strings that name the path, walked when first needed
 
     def moved(self, path: FieldPath, twin: PodTemplate) -> FieldPath:
         """`path` moved to the twin where it lies under this template; as is elsewhere (an MPI launcher's
@@ -67,6 +73,8 @@ class Original:
     def facts(self, twin: PodTemplate) -> Any:
         """The twin's facts: a copy of this template's with every rendered path moved to the twin's, sharing
         every part that names no path (facts are never changed once gathered)."""
+        if self._plan is _UNPLANNED:
+            self._plan = _plan(self._facts, self._text, self._pattern)
         return self._facts if self._plan is None else _apply(self._facts, self._plan, render(twin.path))
 
     def text(self, value: str, twin: PodTemplate) -> str:
@@ -113,9 +121,6 @@ class Bindings(Mapping[str, Any]):
         return len(self._names)
 
 
-# A plan: a string's pieces around each place it names the path (the twin's path joins them), or
-# {key or index: plan} for the parts of a dict or list to copy
-_Plan = Any
 
 
 def _plan(value: Any, text: str, pattern: re.Pattern[str]) -> _Plan | None:
