@@ -22,7 +22,7 @@ def results(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
     states: dict[int, UnitState] = {}
     applied = False
     void_exemptions: dict[str, tuple[str, str]] = {}  # path -> (why it exempts nothing, fix)
-    twins = run.group_of[id(policy)].twins
+    twins = run.facts.twinned and run.group_of[id(policy)].twins
     for validation in policy.validations:
         # A twin template's result here is its original's, at its own role and path: told once, with the
         # original's, for all of them (RULES.md §4); but a failure whose message or path may name the

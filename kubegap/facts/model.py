@@ -62,6 +62,8 @@ class ObjectFacts:
     invalid: tuple[InvalidDeclaration, ...] = ()
     unresolved: tuple[str, ...] = ()
     unsized: tuple[UnreadableCount, ...] = ()
+    # some template is a twin of another (kubegap.facts.twins): else no result is told for twins
+    twinned: bool = field(default=False, compare=False)
 
 
 @dataclass(slots=True)

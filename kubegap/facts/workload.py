@@ -96,6 +96,7 @@ def gather(
         tuple(scratch.invalid.values()),
         tuple(dict.fromkeys(scratch.unresolved)),
         tuple(pods.unsized),
+        bool(firsts),
     )
 
 
