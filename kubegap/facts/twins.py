@@ -121,8 +121,6 @@ class Bindings(Mapping[str, Any]):
         return len(self._names)
 
 
-
-
 def _plan(value: Any, text: str, pattern: re.Pattern[str]) -> _Plan | None:
     """The plan for a dict or list (the facts are a list of records): its strings are looked at here, not
     in a call each, since most of the facts' values are strings and scalars."""
