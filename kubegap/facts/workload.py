@@ -133,7 +133,6 @@ class _Read:
     invalid: list[InvalidDeclaration]  # declarations on the template found unreadable
     unsized: list[UnreadableCount]
     unseen: list[str]  # the accelerator containers' `unresolved`, at this template's paths
-    twin: bool = False
     units: list[Unit] = field(default_factory=list)  # the template's unit, then its containers'
 
 
@@ -189,7 +188,7 @@ def _read_twin(
     invalid = [replace(v, path=at(v.path, pod)) for v in read.invalid]
     unsized = [replace(u, path=at(u.path, pod)) for u in read.unsized]
     unseen = [original.text(u, pod) for u in read.unseen]
-    done = _Read(pod, read.facts, bindings, [], read.purposes, read.trainers, invalid, unsized, unseen, True)
+    done = _Read(pod, read.facts, bindings, [], read.purposes, read.trainers, invalid, unsized, unseen)
     scratch.invalid.update((v.path, v) for v in invalid)
     scratch.unresolved.extend(original.text(u, pod) for c in read.facts[1:] for u in c["unresolved"])
     _add(scratch, pods, done, read)
