@@ -79,9 +79,8 @@ class Original:
 
     def text(self, value: str, twin: PodTemplate) -> str:
         """One string of this template's facts as the twin's facts hold it."""
-        if self._text not in value or len(pieces := self._pattern.split(value)) == 1:
-            return value
-        return render(twin.path).join(pieces)
+        pieces = _pieces(value, self._text, self._pattern)
+        return value if pieces is None else render(twin.path).join(pieces)
 
 
 class Deferred:
@@ -121,15 +120,21 @@ class Bindings(Mapping[str, Any]):
         return len(self._names)
 
 
+def _pieces(value: str, text: str, pattern: re.Pattern[str]) -> list[str] | None:
+    """`value` split around each place it names the path (`text`, matched by `pattern`); None if none."""
+    if text not in value or len(pieces := pattern.split(value)) == 1:
+        return None
+    return pieces
+
+
 def _plan(value: Any, text: str, pattern: re.Pattern[str]) -> _Plan | None:
-    """The plan for a dict or list (the facts are a list of records): its strings are looked at here, not
-    in a call each, since most of the facts' values are strings and scalars."""
+    """The plan for a dict or list (the facts are a list of records)."""
     items: Any = value.items() if type(value) is dict else enumerate(value)
     plan: dict[Any, _Plan] = {}
     for key, part in items:
         kind = type(part)  # facts are built of plain dicts, lists and scalars: exact tests
         if kind is str:
-            if text in part and len(pieces := pattern.split(part)) > 1:
+            if (pieces := _pieces(part, text, pattern)) is not None:
                 plan[key] = tuple(pieces)
         elif (kind is dict or kind is list) and (inner := _plan(part, text, pattern)) is not None:
             plan[key] = inner

@@ -132,7 +132,7 @@ class _Read:
     trainers: list[int]  # indexes into the containers
     invalid: list[InvalidDeclaration]  # declarations on the template found unreadable
     unsized: list[UnreadableCount]
-    unseen: list[str]  # the accelerator containers' `unresolved`, at this template's paths
+    unresolved: list[list[str]]  # each container's `unresolved`, at this template's paths
     units: list[Unit] = field(default_factory=list)  # the template's unit, then its containers'
 
 
@@ -167,10 +167,9 @@ def _read_template(
         v for k, v in scratch.invalid.items() if k not in invalid_before and k[: len(pod.path)] == pod.path
     ]
     unsized = [u for c in pod.containers for u in container.unreadable_counts(scratch.catalogue, c)]
-    unseen = [u for i in trainers for u in own[i]["unresolved"]]
+    unresolved = [c["unresolved"] for c in own]  # container.gather has listed them for the object
     bindings = [{"template": tfacts}, *({"template": tfacts, "container": c} for c in own)]
-    done = _Read(pod, [tfacts, *own], bindings, found_here, purposes, trainers, invalid, unsized, unseen)
-    pods.trainers += [own[i] for i in trainers]
+    done = _Read(pod, [tfacts, *own], bindings, found_here, purposes, trainers, invalid, unsized, unresolved)
     _add(scratch, pods, done, None)
     return done
 
@@ -187,10 +186,10 @@ def _read_twin(
     at = original.moved
     invalid = [replace(v, path=at(v.path, pod)) for v in read.invalid]
     unsized = [replace(u, path=at(u.path, pod)) for u in read.unsized]
-    unseen = [original.text(u, pod) for u in read.unseen]
-    done = _Read(pod, read.facts, bindings, [], read.purposes, read.trainers, invalid, unsized, unseen)
+    unresolved = [[original.text(u, pod) for u in texts] for texts in read.unresolved]
+    done = _Read(pod, read.facts, bindings, [], read.purposes, read.trainers, invalid, unsized, unresolved)
     scratch.invalid.update((v.path, v) for v in invalid)
-    scratch.unresolved.extend(original.text(u, pod) for c in read.facts[1:] for u in c["unresolved"])
+    scratch.unresolved.extend(u for texts in unresolved for u in texts)
     _add(scratch, pods, done, read)
     return done
 
@@ -198,9 +197,11 @@ def _read_twin(
 def _add(scratch: Scratch, pods: _Pods, read: _Read, original: _Read | None) -> None:
     pod, per_pod = read.pod, read.facts[0]  # a twin's counts are its original's
     pods.purposes += read.purposes
+    if original is None:
+        pods.trainers += [read.facts[1 + i] for i in read.trainers]
     if read.trainers:
         pods.training.add(id(pod))
-        pods.unseen += read.unseen
+        pods.unseen += [u for i in read.trainers for u in read.unresolved[i]]
     pods.readings.append((pod, read.readings))
     pods.unsized += read.unsized
     pods.totals["totalGpus"] += pod.replicas * per_pod["gpusPerPod"]
