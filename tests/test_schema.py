@@ -1,0 +1,31 @@
+"""kubegap's own schemas are checked against their metaschema here, not at every start (kubegap.schema)."""
+
+from __future__ import annotations
+
+import copy
+
+import jsonschema
+import pytest
+
+from kubegap import schema
+from kubegap.errors import PolicyError
+
+NAMES = ("policy", "knobs", "config")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_bundled_schema_is_valid_for_its_metaschema(name: str) -> None:
+    validator = schema._validator(name)  # as kubegap uses it: the knobs' setting names filled in
+    type(validator).check_schema(validator.schema)
+
+
+def test_a_broken_schema_fails_the_check() -> None:
+    broken = copy.deepcopy(schema._validator("policy").schema)
+    broken["type"] = "no-such-type"
+    with pytest.raises(jsonschema.SchemaError):
+        type(schema._validator("policy")).check_schema(broken)
+
+
+def test_a_document_against_the_schema_still_fails_with_its_pointer() -> None:
+    with pytest.raises(PolicyError, match=r"/spec"):
+        schema.check({"apiVersion": "kubegap.dev/v1alpha1", "kind": "Policy", "spec": 3}, "policy", "x")
