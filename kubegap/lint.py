@@ -13,7 +13,6 @@ import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import IO, Any
 
 from kubegap import fieldpath, inputs, manifests
@@ -155,8 +154,7 @@ def lint(
 def _mentions_configmap(path: str) -> bool:
     """A cheap pre-read; a file that cannot be read is reported by the Reader, not here."""
     try:
-        with Path(path).open("rb") as handle:
-            return b"ConfigMap" in handle.read(manifests.MAX_FILE_BYTES + 1)
+        return b"ConfigMap" in manifests.read_file(path)
     except OSError:
         return False
 

@@ -43,7 +43,9 @@ or of the nearest existing parent when the path does not exist.
 from __future__ import annotations
 
 import codecs
+import os
 import re
+import stat
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -99,6 +101,20 @@ def configmaps_of(documents: Iterable[Document]) -> dict[tuple[str, str], Mappin
     return out
 
 
+def read_file(path: str) -> bytes:
+    """The file's bytes, at most `MAX_FILE_BYTES + 1` (enough to tell it is too large). A regular file is
+    read at its size: `read(n)` sets aside n bytes first, and 64 MiB for every file cost 50 µs each, a
+    quarter of linting a 2 KiB manifest's worth of reading. Pipes (`<(helm template …)`) have no size."""
+    with Path(path).open("rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return handle.read(MAX_FILE_BYTES + 1)
+        data = handle.read(min(info.st_size, MAX_FILE_BYTES) + 1)
+        if info.st_size < len(data) <= MAX_FILE_BYTES:  # it grew since: the rest, up to the bound
+            data += handle.read(MAX_FILE_BYTES + 1 - len(data))
+        return data
+
+
 class Reader:
     """Reads manifests and counts what it saw; one Reader per run."""
 
@@ -117,8 +133,7 @@ class Reader:
                 if path is None:
                     data = (stdin if stdin is not None else sys.stdin.buffer).read(MAX_FILE_BYTES + 1)
                 else:
-                    with Path(path).open("rb") as handle:
-                        data = handle.read(MAX_FILE_BYTES + 1)
+                    data = read_file(path)
             except OSError as exc:
                 self.files += 1
                 reason = exc.strerror or str(exc)

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
 import io
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -263,3 +266,34 @@ def test_size_caps_stop_reading(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(manifests, "MAX_DOCUMENT_BYTES", 100)
     big = POD + b"data:\n  x: '" + b"y" * 120 + b"'\n"
     assert outcomes(read_bytes(POD + b"---\n" + big)) == [("ok:p", 1), ("too-large", 5)]
+
+
+def test_a_file_is_read_whole_up_to_one_byte_past_the_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(manifests, "MAX_FILE_BYTES", 200)
+    small, large = tmp_path / "small.yaml", tmp_path / "large.yaml"
+    small.write_bytes(POD)
+    large.write_bytes(POD * 100)
+    assert manifests.read_file(str(small)) == POD
+    assert manifests.read_file(str(large)) == (POD * 100)[:201]
+    assert [d.error.rule if d.error else "ok" for d in manifests.read([str(large)])] == ["too-large"]
+
+
+def test_a_pipe_is_read_to_its_end_though_it_has_no_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    # what `kubegap lint <(helm template …)` passes: /dev/fd/N, a pipe whose size reads 0
+    monkeypatch.setattr(manifests, "MAX_FILE_BYTES", 200)
+    for content, expected in ((POD, POD), (POD * 100, (POD * 100)[:201])):
+        read_end, write_end = os.pipe()
+        writer = threading.Thread(target=_write_all, args=(write_end, content))
+        writer.start()
+        try:
+            assert manifests.read_file(f"/dev/fd/{read_end}") == expected
+        finally:
+            writer.join()
+            os.close(read_end)
+
+
+def _write_all(fd: int, content: bytes) -> None:
+    with contextlib.suppress(BrokenPipeError), os.fdopen(fd, "wb") as handle:
+        handle.write(content)
