@@ -195,6 +195,10 @@ def test_parallel_lint_matches_serial(engine: Engine, tmp_path: Path) -> None:
     )
     assert parallel.summary.to_json() == serial.summary.to_json()
     assert serial.summary.objects == lint.PARALLEL_MIN_FILES
+    # what the workers sent back (kubegap.blobs) is equal field by field, cost-model inputs included
+    assert any(f.impact is not None for f in serial.findings)
+    assert set(parallel.findings) == set(serial.findings)
+    assert set(parallel.workloads) == set(serial.workloads) and len(serial.workloads) > 1
 
 
 @pytest.mark.parametrize(("value", "jobs"), [("1", 1), ("3", 3)])

@@ -28,10 +28,11 @@ from kubegap.audit.flight import Admitted, Flight
 from kubegap.audit.paging import Lister, ListScope, ahead
 from kubegap.audit.retry import Api
 from kubegap.audit.scope import AuditScope
-from kubegap.audit.spool import Blobs, Spool
+from kubegap.audit.spool import Spool
 from kubegap.audit.transport import ApiFailure, TransportError
 from kubegap.audit.verdict import Offender, Unevaluated, Verdict, judge, verdict_of
 from kubegap.audit.workers import Outcome, Workers
+from kubegap.blobs import Blobs
 from kubegap.evaluate import Evaluation, Evaluator
 from kubegap.findings import ObjectRef, Summary
 from kubegap.kinds import SUPPORTED_KINDS

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubegap.audit.spool import Blobs, Row
+from kubegap.audit.spool import Row, row
+from kubegap.blobs import Blobs
 from kubegap.evaluate import Context, DeadlineExceeded, Evaluation, Evaluator
 from kubegap.findings import ObjectRef, Result, Severity, Summary, WorkloadCost
 
@@ -83,7 +84,7 @@ def verdict_of(evaluation: Evaluation, blobs: Blobs) -> Verdict:
     return Verdict(
         evaluation.ref,
         tally,
-        tuple(blobs.row(f) for f in findings),
+        tuple(row(blobs, f) for f in findings),
         len(failing) < len(findings),
         tuple((f.object.namespace or "", f.policy, f.rule, f.severity.value) for f in failing),
         offender,

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
-from kubegap.audit.spool import Blobs
 from kubegap.audit.verdict import Unevaluated, Verdict, judge
+from kubegap.blobs import Blobs
 from kubegap.evaluate import Context, Evaluator
 
 log = logging.getLogger(__name__)

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
-import pickle
-
-from kubegap.audit.spool import Blobs, Spool
+from kubegap.audit.spool import Spool
 from kubegap.config import Settings
 from kubegap.evaluate import build_engine
-from kubegap.impact import Inputs, Term
 from tests.test_evaluate import pytorchjob
 
 
@@ -23,29 +19,3 @@ def test_findings_come_back_equal_with_their_impact() -> None:
     spool.close()
     assert [f for _, f in back] == [*findings, findings[0]]
     assert [uid for uid, _ in back] == ["uid-1"] * len(findings) + [None]
-
-
-def test_each_finding_is_stored_alone_and_reads_with_plain_pickle() -> None:
-    engine = build_engine(Settings(cel_backend="cel-expr"))
-    findings = engine.evaluate(pytorchjob()).findings
-    pickler = Blobs()
-    blobs = [pickler.dumps(f) for f in findings]
-    assert len(blobs) > 1
-    assert [pickle.loads(b) for b in blobs] == list(findings)  # no blob refers to another's memo
-
-
-def test_cost_model_inputs_come_back_equal_with_every_field_set() -> None:
-    """The spool writes Inputs field by field (spool._flat_inputs): a field added to Inputs must be added
-    there too, and this test names them all so that it fails until it is."""
-    assert [f.name for f in dataclasses.fields(Inputs)] == [
-        "gpus", "failures_per_gpu_hour", "detection", "restart", "interval", "runtime", "save", "tax",
-        "from_scratch",
-    ]  # fmt: skip
-    d, r, i, t, s = (
-        Term(hours, source) for hours, source in ((0.5, "d"), (0.25, "r"), (2, "i"), (720, "t"), (0.1, "s"))
-    )
-    every = Inputs(64, 2e-5, d, r, i, t, s, 0.07, True)
-    no_interval = dataclasses.replace(every, interval=None, tax=0.0, from_scratch=False)
-    pickler = Blobs()
-    for inputs in (every, no_interval):
-        assert pickle.loads(pickler.dumps(inputs)) == inputs
