@@ -14,10 +14,9 @@ from typing import Any
 
 from kubegap.reports.report import Report
 
-
-def _dump(value: Any) -> str:
-    # No indent: the C encoder only runs without one, and this output is for machines (pipe to `jq`).
-    return json.dumps(value, ensure_ascii=False)
+# No indent: the C encoder only runs without one, and this output is for machines (pipe to `jq`). One
+# encoder for every finding: `json.dumps` with an option builds a new one per call.
+_dump = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def render(report: Report) -> Iterator[str]:
