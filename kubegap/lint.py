@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import itertools
 import multiprocessing
 import os
 import pickle
@@ -138,18 +139,23 @@ def lint(
     known = configmaps_of(manifests.Reader().read(mentions)) if mentions else {}
     if jobs <= 1 or len(files) < PARALLEL_MIN_FILES:
         return _lint_files(paths, engine, None, keep_passes, known)
-    chunks = [[f for f in files[i::jobs] if f is not None] for i in range(jobs)]
+    # Runs of consecutive files, several per worker: the report keeps the order of the files, as one
+    # process gives it; a worker that finishes early takes the next run; and each run's findings are read
+    # back here while the workers go on with the rest.
+    named = [f for f in files if f is not None]
+    size = max(1, -(-len(named) // (jobs * _RUNS_PER_JOB)))
+    runs = [named[start : start + size] for start in range(0, len(named), size)]
     global _WORKER_ENGINE
     _WORKER_ENGINE = engine  # inherited by the forked workers: policies are compiled once
-    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-        parts = list(pool.map(_worker, chunks, [keep_passes] * jobs, [known] * jobs))
     report = LintReport()
-    for part in map(pickle.loads, parts):
-        report.findings += part.findings
-        report.passes += part.passes
-        report.summary.merge(part.summary)
-        report.unreadable += part.unreadable
-        report.workloads += part.workloads
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+        for data in pool.map(_worker, runs, itertools.repeat(keep_passes), itertools.repeat(known)):
+            part: LintReport = pickle.loads(data)
+            report.findings += part.findings
+            report.passes += part.passes
+            report.summary.merge(part.summary)
+            report.unreadable += part.unreadable
+            report.workloads += part.workloads
     return report
 
 
@@ -162,6 +168,7 @@ def _mentions_configmap(path: str) -> bool:
 
 
 PARALLEL_MIN_FILES = 64
+_RUNS_PER_JOB = 8
 _WORKER_ENGINE: Engine | None = None
 
 

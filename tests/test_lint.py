@@ -190,15 +190,13 @@ def test_parallel_lint_matches_serial(engine: Engine, tmp_path: Path) -> None:
         (tmp_path / f"f{index:03}.yaml").write_text(text.replace("name: llm", f"name: llm-{index}"))
     serial = lint.lint([str(tmp_path)], engine, jobs=1)
     parallel = lint.lint([str(tmp_path)], engine, jobs=2)
-    assert sorted(f.to_json().__repr__() for f in parallel.findings) == sorted(
-        f.to_json().__repr__() for f in serial.findings
-    )
     assert parallel.summary.to_json() == serial.summary.to_json()
     assert serial.summary.objects == lint.PARALLEL_MIN_FILES
-    # what the workers sent back (kubegap.blobs) is equal field by field, cost-model inputs included
+    # in the same order, equal field by field (cost-model inputs included) after the trip from the workers
+    # (kubegap.blobs): the report does not depend on how many cores the machine has
     assert any(f.impact is not None for f in serial.findings)
-    assert set(parallel.findings) == set(serial.findings)
-    assert set(parallel.workloads) == set(serial.workloads) and len(serial.workloads) > 1
+    assert parallel.findings == serial.findings
+    assert parallel.workloads == serial.workloads and len(serial.workloads) > 1
 
 
 @pytest.mark.parametrize(("value", "jobs"), [("1", 1), ("3", 3)])
