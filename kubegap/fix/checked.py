@@ -45,9 +45,15 @@ Documents = Sequence[manifests.Document]
 
 
 def _evaluate(
-    text: str, scope: Scope, name: str, line: int, documents: Documents | None = None
+    text: str,
+    scope: Scope,
+    name: str,
+    line: int,
+    documents: Documents | None = None,
+    linted: Sequence[Finding] | None = None,
 ) -> list[tuple[manifests.Document, Finding]]:
-    """The failing findings of the text's documents (read from `text` unless the caller has them)."""
+    """The failing findings of the text's documents (read from `text` unless the caller has them; taken
+    from `linted` where lint has evaluated the one document already)."""
     if documents is None:
         documents = list(manifests.Reader().read_bytes(text.encode("utf-8"), name))
     if any(d.error is not None for d in documents):
@@ -56,6 +62,9 @@ def _evaluate(
     for doc in documents:
         assert doc.obj is not None
         placed = manifests.Document(doc.file, doc.index, line, doc.obj, None, doc.prefix, doc.text)
+        if linted is not None and len(documents) == 1:
+            out += [(placed, finding) for finding in linted if finding.result is Result.FAIL]
+            continue
         for finding in scope.engine.evaluate(doc.obj, Context(scope.configmaps)).findings:
             if finding.result is Result.FAIL:
                 out.append((placed, locate_finding(placed, finding)))
@@ -117,12 +126,19 @@ def _attempt(
 
 
 def fix_text(
-    text: str, scope: Scope, name: str, line: int, documents: Documents | None = None
+    text: str,
+    scope: Scope,
+    name: str,
+    line: int,
+    documents: Documents | None = None,
+    current: Current | None = None,
 ) -> tuple[str, list[Outcome]]:
-    """The document's text with every safe fix applied, and what was done for each finding."""
+    """The document's text with every safe fix applied, and what was done for each finding (`current`:
+    the text's failing findings, where the caller has them)."""
     outcomes: dict[Key, Outcome] = {}
     ours: set[Key] = set()  # invalid-declaration findings of the TODO values this run wrote
-    current = _evaluate(text, scope, name, line, documents)
+    if current is None:
+        current = _evaluate(text, scope, name, line, documents)
     for _ in range(MAX_PATCHES):
         todo = [
             (d, f)
@@ -159,12 +175,18 @@ def patches(
 
 
 def count_fixable(
-    text: str, scope: Scope, name: str, line: int, documents: Documents | None = None
+    text: str,
+    scope: Scope,
+    name: str,
+    line: int,
+    documents: Documents | None = None,
+    linted: Sequence[Finding] | None = None,
 ) -> tuple[int, int]:
     """(fixed, left as TODO) among the document's findings, cheaply: every patch is planned against the
     text as it is, all are applied together and the engine confirms them at once (two evaluations, not
-    one per patch). When that does not hold, `fix_text` itself counts."""
-    current = _evaluate(text, scope, name, line, documents)
+    one per patch). When that does not hold, `fix_text` itself counts. `linted`: the findings lint gave
+    the one document of `documents`, located as lint locates them, so it is not evaluated again."""
+    current = _evaluate(text, scope, name, line, documents, linted)
     tree = Tree(text) if current else None
     planned: list[tuple[Key, Patch]] = []
     for doc, finding in current:
@@ -185,7 +207,7 @@ def count_fixable(
         after = None
     if after is not None and _confirmed(planned, {_key(d, f) for d, f in current}, after):
         return len(planned) - todo, todo
-    outcomes = fix_text(text, scope, name, line, documents)[1]
+    outcomes = fix_text(text, scope, name, line, documents, current)[1]
     return sum(o.fixed and not o.todo for o in outcomes), sum(o.todo for o in outcomes)
 
 

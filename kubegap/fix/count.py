@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import multiprocessing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from kubegap import lint
 from kubegap.evaluate import Engine
@@ -13,18 +13,19 @@ from kubegap.findings import Finding
 from kubegap.fix.checked import Scope
 from kubegap.fix.files import Refused, Source, count_source, readable_sources
 
-# Inherited by forked workers, so that the compiled policies are not pickled.
-_WORK: tuple[list[Source], Scope] | None = None
+# Inherited by forked workers, so that the compiled policies are not pickled: the files, the scope, and
+# lint's findings of each file (its documents need not be evaluated again).
+_WORK: tuple[list[Source], Scope, Mapping[str | None, list[Finding]]] | None = None
 
 
 def _count(indexes: range) -> tuple[int, int]:
     """(fixed, left as TODO) over some of the files."""
     assert _WORK is not None
-    found, scope = _WORK
+    found, scope, linted = _WORK
     fixed = todo = 0
     for index in indexes:
         try:
-            done, left = count_source(found[index], scope)
+            done, left = count_source(found[index], scope, linted.get(found[index].name))
         except Refused:
             continue
         fixed, todo = fixed + done, todo + left
@@ -40,7 +41,10 @@ def fixable_line(
     readable = readable_sources(findings, paths, engine)
     if readable is None:
         return None
-    _WORK = readable
+    by_file: dict[str | None, list[Finding]] = {}
+    for finding in findings:
+        by_file.setdefault(finding.file, []).append(finding)
+    _WORK = (*readable, by_file)
     total = len(readable[0])
     try:
         if jobs <= 1 or total < lint.PARALLEL_MIN_FILES:

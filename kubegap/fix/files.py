@@ -21,7 +21,7 @@ from pathlib import Path
 from kubegap import inputs, manifests
 from kubegap.errors import KubegapError
 from kubegap.evaluate import Engine
-from kubegap.findings import Finding
+from kubegap.findings import Finding, ObjectRef
 from kubegap.fix.checked import Outcome, Scope, count_fixable, fix_text
 
 
@@ -141,10 +141,29 @@ def fix_source(source: Source, scope: Scope) -> Fixed:
     return Fixed(source, parts.bom + parts.original, text, outcomes)
 
 
-def count_source(source: Source, scope: Scope) -> tuple[int, int]:
-    """(fixed, left as TODO) of one file, as `fix_source` would make them (`checked.count_fixable`)."""
-    counts = [count_fixable(d[0].text, scope, d[0].file, d[0].line, d) for _, d in layout(source).pieces]
+def count_source(source: Source, scope: Scope, linted: Sequence[Finding] | None = None) -> tuple[int, int]:
+    """(fixed, left as TODO) of one file, as `fix_source` would make them (`checked.count_fixable`).
+    `linted`: the file's findings from lint with the same engine, so that its documents are not evaluated
+    a second time (a third of what counting cost)."""
+    counts = [
+        count_fixable(docs[0].text, scope, docs[0].file, docs[0].line, docs, _of(linted, docs, source))
+        for _, docs in layout(source).pieces
+    ]
     return sum(c[0] for c in counts), sum(c[1] for c in counts)
+
+
+def _of(
+    linted: Sequence[Finding] | None, docs: Sequence[manifests.Document], source: Source
+) -> list[Finding] | None:
+    """Lint's findings of one document, where they are surely its own; else None (evaluated again). Not
+    for the items of a List, which share a document number, nor for a document a `# Source:` line names
+    otherwise (another file's documents may carry that name), nor where a finding is about another object."""
+    doc = docs[0]
+    if linted is None or len(docs) != 1 or doc.file != source.name or doc.obj is None:
+        return None
+    own = [f for f in linted if f.document == doc.index]
+    ref = ObjectRef.of(doc.obj)
+    return own if all(f.object == ref for f in own) else None
 
 
 def _restore_line_ends(original: str, fixed: str) -> str:

@@ -9,11 +9,15 @@ import difflib
 import json
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from kubegap import manifests
 from kubegap.enginerules import INVALID_DECLARATION
+from kubegap.findings import Finding, ObjectRef, Result, Severity
+from kubegap.lint import lint_documents
 from tests.fix.support import engine, failing, fix, identity
 
 ROOT = Path(str(files("kubegap.policies")))
@@ -120,6 +124,10 @@ def test_lints_quick_count_agrees_with_what_fix_does(path: Path) -> None:
     outcomes = fix_source(source, scope).outcomes
     expected = (sum(o.fixed and not o.todo for o in outcomes), sum(o.todo for o in outcomes))
     assert count_source(source, scope) == expected
+    # and from lint's findings of the file, as `kubegap lint` counts: its documents are not evaluated again
+    documents = manifests.Reader().read_bytes(source.data, source.name)
+    linted = lint_documents(documents, scope.engine, known={}).findings
+    assert count_source(source, scope, linted) == expected
 
 
 ALIASED = """\
@@ -161,3 +169,45 @@ def test_nothing_is_placed_after_an_alias_whose_node_lies_elsewhere() -> None:
     assert not notes["Worker"].fixed and "alias" in notes["Worker"].note
     assert _kept_in_order(ALIASED.splitlines(), fixed.text.splitlines()) == []
     assert fixed.text.count("FI_PROVIDER") == 1
+
+
+def test_lints_count_evaluates_only_the_patched_text_where_lint_has_the_findings() -> None:
+    from kubegap.fix.checked import Scope
+    from kubegap.fix.files import Source, count_source
+
+    path = MANIFESTS / "pytorchjob-llama-sft.yaml"
+    source = Source(path.name, None, None, path.read_bytes())
+    the_engine = engine(*ALL)
+    linted = lint_documents(manifests.Reader().read_bytes(source.data, source.name), the_engine, known={})
+    evaluated: list[object] = []
+    real = the_engine.evaluate
+
+    def counting(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        evaluated.append(obj)
+        return real(obj, *args, **kwargs)
+
+    the_engine.evaluate = counting  # type: ignore[method-assign]
+    scope = Scope(the_engine, {}, lambda finding: True)
+    without = count_source(source, scope)
+    alone = len(evaluated)
+    evaluated.clear()
+    assert count_source(source, scope, linted.findings) == without != (0, 0)
+    assert len(evaluated) == alone - 1  # the text as it is was not evaluated again
+
+
+def test_lints_findings_are_not_taken_for_another_documents() -> None:
+    from kubegap.fix.files import Source, _of
+
+    text = b"apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, image: i}]}\n"
+    source = Source("pods.yaml", None, None, text)
+    (doc,) = manifests.Reader().read_bytes(text, source.name)
+    assert doc.obj is not None
+    mine = Finding("p", "r", Severity.LOW, Result.FAIL, "m", "f", ObjectRef.of(doc.obj), document=0)
+    elsewhere = ObjectRef("v1", "Pod", None, "b")
+    other = Finding("p", "r", Severity.LOW, Result.FAIL, "m", "f", elsewhere, document=0)
+    assert _of([mine], [doc], source) == [mine]
+    assert _of([other], [doc], source) is None  # about another object: evaluated instead
+    assert _of(None, [doc], source) is None
+    renamed = Source("elsewhere.yaml", None, None, text)  # the document's name is not the file's
+    assert _of([mine], [doc], renamed) is None
+    assert _of([mine], [doc, doc], source) is None  # a List's items share one document number
