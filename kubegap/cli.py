@@ -178,7 +178,7 @@ def _report(report: LintReport, engine: Engine, paths: Sequence[str], jobs: int)
     def fixes() -> Mapping[Finding, Suggestion]:
         from kubegap.fix.suggestions import suggestions  # one patch per finding
 
-        return suggestions(report.findings, paths, engine) if report.findings else {}
+        return suggestions(report.findings, paths, engine, jobs) if report.findings else {}
 
     def fixable() -> str | None:
         from kubegap.fix.count import fixable_line

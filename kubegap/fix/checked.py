@@ -161,11 +161,16 @@ def fix_text(
 
 
 def patches(
-    text: str, scope: Scope, name: str, line: int, documents: Documents | None = None
+    text: str,
+    scope: Scope,
+    name: str,
+    line: int,
+    documents: Documents | None = None,
+    linted: Sequence[Finding] | None = None,
 ) -> list[tuple[Finding, Patch]]:
     """Each finding's own patch against `text` as it is (not one after the other), for tools that offer
-    fixes one finding at a time (SARIF `fixes`)."""
-    current = _evaluate(text, scope, name, line, documents)
+    fixes one finding at a time (SARIF `fixes`); `linted` as for `count_fixable`."""
+    current = _evaluate(text, scope, name, line, documents, linted)
     out: list[tuple[Finding, Patch]] = []
     for found in current:
         if scope.selected(found[1]):

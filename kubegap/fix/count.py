@@ -3,33 +3,12 @@ the same engine check, run in worker processes when there are many files (as lin
 
 from __future__ import annotations
 
-import concurrent.futures
-import multiprocessing
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from kubegap import lint
 from kubegap.evaluate import Engine
 from kubegap.findings import Finding
-from kubegap.fix.checked import Scope
-from kubegap.fix.files import Refused, Source, count_source, readable_sources
-
-# Inherited by forked workers, so that the compiled policies are not pickled: the files, the scope, and
-# lint's findings of each file (its documents need not be evaluated again).
-_WORK: tuple[list[Source], Scope, Mapping[str | None, list[Finding]]] | None = None
-
-
-def _count(indexes: range) -> tuple[int, int]:
-    """(fixed, left as TODO) over some of the files."""
-    assert _WORK is not None
-    found, scope, linted = _WORK
-    fixed = todo = 0
-    for index in indexes:
-        try:
-            done, left = count_source(found[index], scope, linted.get(found[index].name))
-        except Refused:
-            continue
-        fixed, todo = fixed + done, todo + left
-    return fixed, todo
+from kubegap.fix.files import Refused, by_file, count_source, readable_sources
+from kubegap.fix.workers import each_file
 
 
 def fixable_line(
@@ -37,24 +16,20 @@ def fixable_line(
 ) -> str | None:
     """The line `kubegap lint` prints above its summary; None when nothing can be fixed (stdin cannot be
     read again, and a file kubegap fix would refuse counts nothing)."""
-    global _WORK
     readable = readable_sources(findings, paths, engine)
     if readable is None:
         return None
-    by_file: dict[str | None, list[Finding]] = {}
-    for finding in findings:
-        by_file.setdefault(finding.file, []).append(finding)
-    _WORK = (*readable, by_file)
-    total = len(readable[0])
-    try:
-        if jobs <= 1 or total < lint.PARALLEL_MIN_FILES:
-            parts = [_count(range(total))]
-        else:
-            context = multiprocessing.get_context("fork")
-            with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
-                parts = list(pool.map(_count, [range(i, total, jobs) for i in range(jobs)]))
-    finally:
-        _WORK = None
+    found, scope = readable
+    linted = by_file(findings)  # lint's findings of each file: its documents need not be evaluated again
+
+    def count(index: int) -> tuple[int, int]:
+        """(fixed, left as TODO) in one file."""
+        try:
+            return count_source(found[index], scope, linted.get(found[index].name))
+        except Refused:
+            return 0, 0
+
+    parts = each_file(count, len(found), jobs)
     fixed, todo = sum(p[0] for p in parts), sum(p[1] for p in parts)
     if not fixed and not todo:
         return None

@@ -145,14 +145,23 @@ def count_source(source: Source, scope: Scope, linted: Sequence[Finding] | None 
     """(fixed, left as TODO) of one file, as `fix_source` would make them (`checked.count_fixable`).
     `linted`: the file's findings from lint with the same engine, so that its documents are not evaluated
     a second time (a third of what counting cost)."""
-    counts = [
-        count_fixable(docs[0].text, scope, docs[0].file, docs[0].line, docs, _of(linted, docs, source))
-        for _, docs in layout(source).pieces
-    ]
-    return sum(c[0] for c in counts), sum(c[1] for c in counts)
+    fixed = todo = 0
+    for _, docs in layout(source).pieces:
+        doc, own = docs[0], own_findings(linted, docs, source)
+        done, left = count_fixable(doc.text, scope, doc.file, doc.line, docs, own)
+        fixed, todo = fixed + done, todo + left
+    return fixed, todo
 
 
-def _of(
+def by_file(findings: Sequence[Finding]) -> dict[str | None, list[Finding]]:
+    """Lint's findings by the file they name, for `count_source` and `patches` to start from."""
+    out: dict[str | None, list[Finding]] = {}
+    for finding in findings:
+        out.setdefault(finding.file, []).append(finding)
+    return out
+
+
+def own_findings(
     linted: Sequence[Finding] | None, docs: Sequence[manifests.Document], source: Source
 ) -> list[Finding] | None:
     """Lint's findings of one document, where they are surely its own; else None (evaluated again). Not

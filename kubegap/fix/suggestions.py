@@ -11,7 +11,8 @@ from kubegap.evaluate import Engine
 from kubegap.findings import Finding
 from kubegap.fix.checked import patches
 from kubegap.fix.edits import Edit
-from kubegap.fix.files import Refused, layout, readable_sources
+from kubegap.fix.files import Refused, by_file, layout, own_findings, readable_sources
+from kubegap.fix.workers import each_file
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,26 +41,39 @@ def _replacement(text: str, edit: Edit, first_line: int, newline: str) -> Replac
 
 
 def suggestions(
-    findings: Sequence[Finding], paths: Sequence[str], engine: Engine
+    findings: Sequence[Finding], paths: Sequence[str], engine: Engine, jobs: int = 1
 ) -> dict[Finding, Suggestion]:
-    """The suggestion for each of `findings` that has a safe fix (matched by identity and file)."""
-    wanted = {(f.key(), f.message, f.file): f for f in findings}
-    out: dict[Finding, Suggestion] = {}
+    """The suggestion for each of `findings` that has a safe fix (matched by identity and file); files are
+    worked on in `jobs` worker processes when there are many, as lint does."""
+    wanted = {_match(f): f for f in findings}
     readable = readable_sources(findings, paths, engine)
     if readable is None:
-        return out
+        return {}
     found, scope = readable
-    for source in found:
+    linted = by_file(findings)  # lint's findings of each file: its documents need not be evaluated again
+
+    def suggest(index: int) -> list[tuple[Match, Suggestion]]:
+        """One file's suggestions, by what identifies their findings."""
+        source = found[index]
         try:
             parts = layout(source)
         except Refused:
-            continue
+            return []
         newline = "\r\n" if "\r\n" in parts.original else "\n"
+        out = []
         for _, docs in parts.pieces:
-            doc = docs[0]
-            for finding, patch in patches(doc.text, scope, doc.file, doc.line, docs):
-                match = wanted.get((finding.key(), finding.message, finding.file))
-                if match is not None and patch.todo is None:
+            doc, own = docs[0], own_findings(linted.get(source.name), docs, source)
+            for finding, patch in patches(doc.text, scope, doc.file, doc.line, docs, own):
+                if patch.todo is None and _match(finding) in wanted:
                     changes = tuple(_replacement(doc.text, e, doc.line, newline) for e in patch.edits)
-                    out[match] = Suggestion(patch.summary, changes)
-    return out
+                    out.append((_match(finding), Suggestion(patch.summary, changes)))
+        return out
+
+    return {wanted[key]: made for part in each_file(suggest, len(found), jobs) for key, made in part}
+
+
+Match = tuple[tuple[str | int | None, ...], str, str | None]
+
+
+def _match(finding: Finding) -> Match:
+    return (finding.key(), finding.message, finding.file)

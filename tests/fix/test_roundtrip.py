@@ -196,7 +196,7 @@ def test_lints_count_evaluates_only_the_patched_text_where_lint_has_the_findings
 
 
 def test_lints_findings_are_not_taken_for_another_documents() -> None:
-    from kubegap.fix.files import Source, _of
+    from kubegap.fix.files import Source, own_findings
 
     text = b"apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, image: i}]}\n"
     source = Source("pods.yaml", None, None, text)
@@ -205,9 +205,9 @@ def test_lints_findings_are_not_taken_for_another_documents() -> None:
     mine = Finding("p", "r", Severity.LOW, Result.FAIL, "m", "f", ObjectRef.of(doc.obj), document=0)
     elsewhere = ObjectRef("v1", "Pod", None, "b")
     other = Finding("p", "r", Severity.LOW, Result.FAIL, "m", "f", elsewhere, document=0)
-    assert _of([mine], [doc], source) == [mine]
-    assert _of([other], [doc], source) is None  # about another object: evaluated instead
-    assert _of(None, [doc], source) is None
+    assert own_findings([mine], [doc], source) == [mine]
+    assert own_findings([other], [doc], source) is None  # about another object: evaluated instead
+    assert own_findings(None, [doc], source) is None
     renamed = Source("elsewhere.yaml", None, None, text)  # the document's name is not the file's
-    assert _of([mine], [doc], renamed) is None
-    assert _of([mine], [doc, doc], source) is None  # a List's items share one document number
+    assert own_findings([mine], [doc], renamed) is None
+    assert own_findings([mine], [doc, doc], source) is None  # a List's items share one document number

@@ -88,3 +88,22 @@ def test_findings_without_a_safe_fix_carry_no_sarif_fix(
     cli.main(["lint", "--format", "sarif", "--jobs", "1", "--policy", "nccl-timeout", "jobset.yaml"])
     results = json.loads(capsys.readouterr().out)["runs"][0]["results"]
     assert results and not [r for r in results if "fixes" in r]
+
+
+def test_suggestions_are_the_same_in_worker_processes_and_from_lints_findings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubegap.fix import suggestions as module
+    from kubegap.lint import PARALLEL_MIN_FILES, lint
+
+    for index in range(PARALLEL_MIN_FILES):
+        text = (MANIFESTS / "pytorchjob-llama-sft.yaml").read_text()
+        (tmp_path / f"job-{index:02d}.yaml").write_text(text.replace("llama-sft", f"llama-{index}"))
+    the_engine = engine(*ALL, params=BOUND)
+    report = lint([str(tmp_path)], the_engine)
+    serial = module.suggestions(report.findings, [str(tmp_path)], the_engine, jobs=1)
+    assert len({f.file for f in serial}) == PARALLEL_MIN_FILES  # every file has a suggested fix
+    assert module.suggestions(report.findings, [str(tmp_path)], the_engine, jobs=2) == serial
+    # the same as where each document is evaluated again instead of starting from lint's findings
+    monkeypatch.setattr(module, "own_findings", lambda *args: None)
+    assert module.suggestions(report.findings, [str(tmp_path)], the_engine, jobs=1) == serial

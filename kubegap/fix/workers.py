@@ -1,0 +1,38 @@
+"""Per-file work of lint's fix reports (the fixable count, SARIF's suggested fixes) in worker processes,
+as lint itself runs: forked, so each inherits the compiled engine instead of receiving it pickled, and
+given runs of consecutive files, several per worker, so that one that finishes early takes the next."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from kubegap import lint
+
+T = TypeVar("T")
+
+_RUNS_PER_JOB = 8
+_TASK: Callable[[int], Any] | None = None  # set only while a pool runs; inherited by its forked workers
+
+
+def each_file(task: Callable[[int], T], total: int, jobs: int) -> list[T]:
+    """`[task(0), …, task(total - 1)]`, in worker processes when there are many files (`jobs` > 1)."""
+    global _TASK
+    if jobs <= 1 or total < lint.PARALLEL_MIN_FILES:
+        return [task(index) for index in range(total)]
+    size = max(1, -(-total // (jobs * _RUNS_PER_JOB)))
+    runs = [range(start, min(start + size, total)) for start in range(0, total, size)]
+    _TASK = task
+    try:
+        context = multiprocessing.get_context("fork")
+        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
+            return [value for part in pool.map(_run, runs) for value in part]
+    finally:
+        _TASK = None
+
+
+def _run(indexes: range) -> list[Any]:
+    assert _TASK is not None
+    return [_TASK(index) for index in indexes]
