@@ -23,6 +23,7 @@ from kubegap.errors import KubegapError
 from kubegap.evaluate import Engine
 from kubegap.findings import Finding, ObjectRef
 from kubegap.fix.checked import Outcome, Scope, count_fixable, fix_text
+from kubegap.fix.nodes import line_starts
 
 
 class Refused(KubegapError):
@@ -117,7 +118,7 @@ def layout(source: Source) -> Layout:
         message = broken.error.message
         raise Refused(f"kubegap cannot read document {broken.index + 1} ({message}); file left as it is")
     plain = original.replace("\r\n", "\n")
-    starts = [0] + [i + 1 for i, c in enumerate(plain) if c == "\n"]
+    starts = line_starts(plain)
     pieces: dict[int, list[manifests.Document]] = {}
     for doc in documents:  # the items of a List share one text: fixed together
         pieces.setdefault(starts[doc.line - 1], []).append(doc)

@@ -8,6 +8,7 @@ node, and a key brought in by a `<<` merge lives elsewhere, so `walk` refuses bo
 from __future__ import annotations
 
 import bisect
+import itertools
 from dataclasses import dataclass
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -20,6 +21,12 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 class Unsafe(Exception):
     """The text cannot be edited safely at this place; the message says why."""
+
+
+def line_starts(text: str) -> list[int]:
+    """The offset of each line's first character. Measured by the lengths `split` gives, in C: a walk
+    over the characters took 0.1 ms for a 2 KiB manifest, paid for every patch planned."""
+    return [0, *itertools.accumulate(len(line) + 1 for line in text.split("\n")[:-1])]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +43,7 @@ class Tree:
         if root is None:
             raise Unsafe("the document does not parse")
         self.root = root
-        self.starts = [0]
-        self.starts += [i + 1 for i, c in enumerate(text) if c == "\n"]
+        self.starts = line_starts(text)
 
     # --- offsets -------------------------------------------------------------------------------------
     def offset(self, line: int, column: int) -> int:
