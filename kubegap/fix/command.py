@@ -26,6 +26,8 @@ from kubegap.fix.files import (
     sources,
     write,
 )
+from kubegap.fix.workers import each_file
+from kubegap.lint import jobs_from
 from kubegap.options import add_engine_arguments, add_exclude_argument, settings_from_args
 from kubegap.reports.text import printable
 
@@ -49,6 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--write", action="store_true", help="change the files in place (stdin: print the fixed stream)"
     )
     add_exclude_argument(parser)
+    parser.add_argument(
+        "--jobs",
+        metavar="N",
+        help="worker processes for many files (default auto: one per core; env KUBEGAP_JOBS)",
+    )
     add_engine_arguments(parser)
     for action in parser._actions:  # the shared engine options, as fix reads them
         if action.dest == "policy":
@@ -111,6 +118,7 @@ def _report(outcomes: list[Outcome]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     selected = _selection(args.policy)
     args.policy = selected.ids()
+    jobs = jobs_from(args.jobs)
     settings = settings_from_args(args)
     engine = build_engine(settings)
     selected.check(engine)
@@ -122,11 +130,17 @@ def run(args: argparse.Namespace) -> int:
     scope = scope_for(found, engine, selected)
     problems = changed = 0
     counts = {"fixed": 0, "todo": 0, "not fixed": 0}
-    for source in found:
+
+    def attempt(index: int) -> Fixed | Refused:
         try:
-            fixed = fix_source(source, scope)
+            return fix_source(found[index], scope)
         except Refused as err:
-            print(printable(f"kubegap: {source.name}: {err}"), file=sys.stderr)
+            return err
+
+    # worked out in worker processes when there are many files; reported and written here, in order
+    for source, fixed in zip(found, each_file(attempt, len(found), jobs), strict=True):
+        if isinstance(fixed, Refused):
+            print(printable(f"kubegap: {source.name}: {fixed}"), file=sys.stderr)
             problems += 1
             if source.path is None and args.write:  # a stream loses nothing: it passes through as it came
                 sys.stdout.flush()

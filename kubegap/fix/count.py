@@ -29,7 +29,7 @@ def fixable_line(
         except Refused:
             return 0, 0
 
-    parts = each_file(count, len(found), jobs)
+    parts = list(each_file(count, len(found), jobs))
     fixed, todo = sum(p[0] for p in parts), sum(p[1] for p in parts)
     if not fixed and not todo:
         return None

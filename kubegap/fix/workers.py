@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import multiprocessing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from kubegap import lint
@@ -17,18 +17,21 @@ _RUNS_PER_JOB = 8
 _TASK: Callable[[int], Any] | None = None  # set only while a pool runs; inherited by its forked workers
 
 
-def each_file(task: Callable[[int], T], total: int, jobs: int) -> list[T]:
-    """`[task(0), …, task(total - 1)]`, in worker processes when there are many files (`jobs` > 1)."""
+def each_file(task: Callable[[int], T], total: int, jobs: int) -> Iterator[T]:
+    """`task(0)`, …, `task(total - 1)` in order, each as soon as it and those before it are done; in
+    worker processes when there are many files (`jobs` > 1). `task` must not raise."""
     global _TASK
     if jobs <= 1 or total < lint.PARALLEL_MIN_FILES:
-        return [task(index) for index in range(total)]
+        yield from (task(index) for index in range(total))
+        return
     size = max(1, -(-total // (jobs * _RUNS_PER_JOB)))
     runs = [range(start, min(start + size, total)) for start in range(0, total, size)]
     _TASK = task
     try:
         context = multiprocessing.get_context("fork")
         with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
-            return [value for part in pool.map(_run, runs) for value in part]
+            for part in pool.map(_run, runs):
+                yield from part
     finally:
         _TASK = None
 

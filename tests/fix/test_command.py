@@ -212,3 +212,28 @@ def test_excluded_files_and_folders_are_not_fixed_as_lint_leaves_them_out(
     named = tmp_path / "deploy" / "vendor" / "job.yaml"
     assert cli.main([*args, str(named)]) == 0  # a file named on the command line is always read
     assert "--ddp_timeout" in named.read_text()
+
+
+def test_many_files_are_fixed_the_same_in_worker_processes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kubegap.lint import PARALLEL_MIN_FILES
+
+    for jobs in ("1", "2"):
+        folder = tmp_path / jobs
+        folder.mkdir()
+        for index in range(PARALLEL_MIN_FILES):
+            (folder / f"job-{index:02d}.yaml").write_bytes(HF.read_bytes())
+        (folder / "broken.yaml").write_text("kind: Job\nmetadata: {name: x\n")  # refused, reported in order
+    outputs = {}
+    for jobs in ("1", "2"):
+        assert cli.main(["fix", "--jobs", jobs, BOUND, str(tmp_path / jobs)]) == 2
+        out, err = capsys.readouterr()
+        outputs[jobs] = (out.replace(f"/{jobs}/", "/N/"), err.replace(f"/{jobs}/", "/N/"))
+        assert out.count("+++ ") == PARALLEL_MIN_FILES
+        assert cli.main(["fix", "--write", "--jobs", jobs, BOUND, str(tmp_path / jobs)]) == 2
+        capsys.readouterr()
+    assert outputs["2"] == outputs["1"]
+    written = [sorted((p.name, p.read_bytes()) for p in (tmp_path / jobs).iterdir()) for jobs in ("1", "2")]
+    assert written[0] == written[1]
+    assert HF.read_bytes() not in [data for _, data in written[1]]  # every job was changed
