@@ -9,6 +9,7 @@ here (measured); the reading back is done by the one process that writes the rep
 from __future__ import annotations
 
 import dataclasses
+import enum
 import io
 import pickle
 from collections.abc import Callable
@@ -42,6 +43,8 @@ class _Reducers(dict[type, Callable[[Any], tuple[Any, ...]]]):
     read by one `attrgetter`, in C."""
 
     def __missing__(self, cls: type) -> Callable[[Any], tuple[Any, ...]]:
+        if issubclass(cls, enum.Enum):
+            return self.setdefault(cls, _by_name)
         if not dataclasses.is_dataclass(cls):
             raise KeyError(cls)  # anything else pickles as it always does
         try:
@@ -54,6 +57,16 @@ class _Reducers(dict[type, Callable[[Any], tuple[Any, ...]]]):
 
         self[cls] = reduce
         return reduce
+
+
+def _by_name(member: enum.Enum) -> tuple[Any, ...]:
+    """A finding's severity and result read back by name, in C: by value, `Enum.__call__` runs in Python
+    for each (two per finding, 2 µs of the 14 µs a finding took to read back). A member without a name
+    of its own (a combination of flags) goes by value, as pickle sends every member."""
+    cls, name = type(member), member.name
+    if name is not None and getattr(cls, name, None) is member:
+        return getattr, (cls, name)
+    return cls, (member.value,)
 
 
 def _flat_inputs(inputs: Inputs) -> tuple[Any, ...]:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import pickle
 
 from kubegap.blobs import Blobs
 from kubegap.config import Settings
 from kubegap.evaluate import build_engine
+from kubegap.findings import Result, Severity
 from kubegap.impact import Inputs, Term
 from tests.test_evaluate import pytorchjob
 
@@ -36,3 +38,14 @@ def test_cost_model_inputs_come_back_equal_with_every_field_set() -> None:
     pickler = Blobs()
     for inputs in (every, no_interval):
         assert pickle.loads(pickler.dumps(inputs)) == inputs
+
+
+class Flag(enum.IntFlag):
+    A = 1
+    B = 2
+
+
+def test_enum_members_come_back_as_themselves_named_or_not() -> None:
+    pickler = Blobs()
+    for member in (*Severity, *Result, Flag.A, Flag.A | Flag.B):  # A|B has no name of its own
+        assert pickle.loads(pickler.dumps(member)) is member
