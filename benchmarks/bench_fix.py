@@ -1,5 +1,6 @@
-"""Benchmark: `kubegap fix` on realistic training manifests, and what `kubegap lint`'s text format pays for
-saying how many findings `kubegap fix` can fix (json, which does not, is the baseline).
+"""Benchmark: `kubegap fix` on realistic training manifests, and what `kubegap lint` pays for the fix
+reports: the text format says how many findings `kubegap fix` can fix, SARIF carries each finding's
+suggested fix (json, which does neither, is the baseline).
 
     python benchmarks/bench_fix.py [--count 300] [--repeat 3] [--jobs 1]
 
@@ -42,10 +43,12 @@ def main() -> None:
         lint = [*kubegap, "lint", "--jobs", str(args.jobs), tmp]
         json_time = best(args.repeat, [*lint, "--format", "json"])
         text_time = best(args.repeat, [*lint, "--format", "text"])
-        fix_time = best(args.repeat, [*kubegap, "fix", tmp])
-    print(f"{args.count} manifests, lint --jobs {args.jobs}")
+        sarif_time = best(args.repeat, [*lint, "--format", "sarif"])
+        fix_time = best(args.repeat, [*kubegap, "fix", "--jobs", str(args.jobs), tmp])
+    print(f"{args.count} manifests, lint and fix --jobs {args.jobs}")
     print(f"lint --format json        {json_time:7.2f} s")
     print(f"lint --format text        {text_time:7.2f} s  ({text_time / json_time:.2f}x json: the fix count)")
+    print(f"lint --format sarif       {sarif_time:7.2f} s  ({sarif_time / json_time:.2f}x json: the fixes)")
     print(f"fix (diff)                {fix_time:7.2f} s  ({1000 * fix_time / args.count:.1f} ms per file)")
 
 
