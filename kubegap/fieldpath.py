@@ -29,8 +29,21 @@ def render(path: FieldPath) -> str:
     return "".join(out)
 
 
+_CACHED_CHARACTERS = 512  # longer paths (an odd key) are parsed each time: the cache stays within 2 MB
+
+
 def parse(text: str) -> FieldPath:
-    """Inverse of `render`; raises ValueError on text that `render` cannot produce."""
+    """Inverse of `render`; raises ValueError on text that `render` cannot produce. Lint locates every
+    finding by its path, and the same paths recur across objects of one shape: they are parsed once."""
+    return _parsed(text) if len(text) <= _CACHED_CHARACTERS else _parse(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> FieldPath:
+    return _parse(text)
+
+
+def _parse(text: str) -> FieldPath:
     parts: list[str | int] = []
     pos = 0
     while pos < len(text):

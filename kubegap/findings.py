@@ -5,13 +5,13 @@ from __future__ import annotations
 import enum
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, TypedDict, Unpack
 
 from kubegap import raw
 from kubegap.enginerules import UNRESOLVED_COUNT
 from kubegap.impact import Inputs, gpu_hours_text
-from kubegap.records import record
+from kubegap.records import changed, record
 
 
 class Severity(enum.Enum):
@@ -154,7 +154,7 @@ class Finding:
     def located(
         self, file: str | None, document: int | None, line: int | None, column: int | None
     ) -> Finding:
-        return replace(self, file=file, document=document, line=line, column=column)
+        return changed(self, file=file, document=document, line=line, column=column)
 
     def key(self) -> tuple[str, str, str, str, str, str | None, str | None, str | None]:
         """What identifies a finding across enforcement points (lint, audit and webhook must agree on it)."""

@@ -38,3 +38,12 @@ def test_parse_inverts_render(path: FieldPath, text: str) -> None:
 def test_parse_rejects_text_render_cannot_produce(text: str) -> None:
     with pytest.raises(ValueError, match="not a field path"):
         parse(text)
+
+
+def test_parse_gives_the_same_path_again_and_for_paths_too_long_to_keep() -> None:
+    long = ("spec", "x" * 600, 3)  # longer than the paths parse keeps
+    for path in (("spec", "containers", 0, "env", 2), long):
+        assert parse(render(path)) == parse(render(path)) == path
+    for _ in range(2):  # a refusal is not remembered as an answer
+        with pytest.raises(ValueError, match="not a field path"):
+            parse("a..b")
