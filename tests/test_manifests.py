@@ -280,6 +280,25 @@ def test_a_file_is_read_whole_up_to_one_byte_past_the_cap(
     assert [d.error.rule if d.error else "ok" for d in manifests.read([str(large)])] == ["too-large"]
 
 
+def test_a_file_that_grew_after_its_size_was_taken_is_read_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "growing.yaml"
+    path.write_bytes(POD * 3)
+    real = os.fstat
+
+    def earlier(fd: int) -> os.stat_result:  # the size the file had a moment before
+        info = real(fd)
+        fields = list(info)
+        fields[6] = len(POD)  # st_size
+        return os.stat_result(fields)
+
+    monkeypatch.setattr(manifests.os, "fstat", earlier)
+    assert manifests.read_file(str(path)) == POD * 3
+    monkeypatch.setattr(manifests, "MAX_FILE_BYTES", len(POD) * 2)
+    assert manifests.read_file(str(path)) == (POD * 3)[: len(POD) * 2 + 1]
+
+
 def test_a_pipe_is_read_to_its_end_though_it_has_no_size(monkeypatch: pytest.MonkeyPatch) -> None:
     # what `kubegap lint <(helm template …)` passes: /dev/fd/N, a pipe whose size reads 0
     monkeypatch.setattr(manifests, "MAX_FILE_BYTES", 200)
