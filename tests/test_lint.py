@@ -235,3 +235,11 @@ def test_an_object_past_its_deadline_is_an_error_finding_and_the_rest_is_linted(
     assert "not a pass" in report.findings[0].message
     assert report.summary.objects == 2
     assert lint.exit_code(report, Severity.HIGH) == 1
+
+
+@pytest.mark.parametrize(("count", "jobs"), [(0, 2), (1, 2), (64, 2), (2000, 2), (1000, 3)])
+def test_runs_cover_the_items_in_order_several_per_worker(count: int, jobs: int) -> None:
+    chunks = lint.runs(list(range(count)), jobs)
+    assert [item for chunk in chunks for item in chunk] == list(range(count))
+    assert all(chunks) and len(chunks) <= 8 * jobs
+    assert count < 8 * jobs or len(chunks) > jobs  # a worker that finishes early has a next run

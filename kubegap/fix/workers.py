@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import multiprocessing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from kubegap import lint
 
 T = TypeVar("T")
 
-_RUNS_PER_JOB = 8
 _TASK: Callable[[int], Any] | None = None  # set only while a pool runs; inherited by its forked workers
 
 
@@ -24,18 +23,16 @@ def each_file(task: Callable[[int], T], total: int, jobs: int) -> Iterator[T]:
     if jobs <= 1 or total < lint.PARALLEL_MIN_FILES:
         yield from (task(index) for index in range(total))
         return
-    size = max(1, -(-total // (jobs * _RUNS_PER_JOB)))
-    runs = [range(start, min(start + size, total)) for start in range(0, total, size)]
     _TASK = task
     try:
         context = multiprocessing.get_context("fork")
         with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
-            for part in pool.map(_run, runs):
+            for part in pool.map(_run, lint.runs(range(total), jobs)):
                 yield from part
     finally:
         _TASK = None
 
 
-def _run(indexes: range) -> list[Any]:
+def _run(indexes: Sequence[int]) -> list[Any]:
     assert _TASK is not None
     return [_TASK(index) for index in indexes]
