@@ -6,18 +6,15 @@ the cluster. Positions are computed only for documents that have findings.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
-import itertools
-import multiprocessing
 import os
 import pickle
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import IO, Any, TypeVar
+from typing import IO, Any
 
-from kubegap import fieldpath, inputs, manifests
+from kubegap import fieldpath, forked, inputs, manifests
 from kubegap.blobs import Blobs
 from kubegap.enginerules import DEADLINE, INVALID_MANIFEST, NOT_EVALUATED
 from kubegap.errors import UsageError
@@ -137,21 +134,23 @@ def lint(
     # ConfigMaps may sit in any file: read the few files that mention one first.
     mentions = [f for f in files if f is not None and _mentions_configmap(f)]
     known = configmaps_of(manifests.Reader().read(mentions)) if mentions else {}
-    if jobs <= 1 or len(files) < PARALLEL_MIN_FILES:
+    if jobs <= 1 or len(files) < forked.PARALLEL_MIN_FILES:
         return _lint_files(paths, engine, None, keep_passes, known)
-    chunks = runs([f for f in files if f is not None], jobs)
-    global _WORKER_ENGINE
-    _WORKER_ENGINE = engine  # inherited by the forked workers: policies are compiled once
+    named = [f for f in files if f is not None]
+
+    def lint_run(run: Sequence[int]) -> bytes:
+        """A run's report, pickled as kubegap.blobs does: read back here, in the one process that writes
+        the report, where pickle's own way with dataclasses cost 0.35 s for 10,000 findings."""
+        return Blobs().dumps(_lint_files([named[i] for i in run], engine, None, keep_passes, known))
+
     report = LintReport()
-    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-        # each run's findings are read back here while the workers go on with the rest
-        for data in pool.map(_worker, chunks, itertools.repeat(keep_passes), itertools.repeat(known)):
-            part: LintReport = pickle.loads(data)
-            report.findings += part.findings
-            report.passes += part.passes
-            report.summary.merge(part.summary)
-            report.unreadable += part.unreadable
-            report.workloads += part.workloads
+    for data in forked.each_run(lint_run, len(named), jobs):
+        part: LintReport = pickle.loads(data)
+        report.findings += part.findings
+        report.passes += part.passes
+        report.summary.merge(part.summary)
+        report.unreadable += part.unreadable
+        report.workloads += part.workloads
     return report
 
 
@@ -161,28 +160,6 @@ def _mentions_configmap(path: str) -> bool:
         return b"ConfigMap" in manifests.read_file(path)
     except OSError:
         return False
-
-
-PARALLEL_MIN_FILES = 64
-_RUNS_PER_JOB = 8
-T = TypeVar("T")
-
-
-def runs(items: Sequence[T], jobs: int) -> list[Sequence[T]]:
-    """Work for `jobs` worker processes: runs of consecutive items, several per worker. Results come back
-    in the items' order, as one process gives them, and a worker that finishes early takes the next run."""
-    size = max(1, -(-len(items) // (jobs * _RUNS_PER_JOB)))
-    return [items[start : start + size] for start in range(0, len(items), size)]
-
-
-_WORKER_ENGINE: Engine | None = None
-
-
-def _worker(files: Sequence[str], keep_passes: bool, known: ConfigMaps) -> bytes:
-    """The run's report, pickled as kubegap.blobs does: read back in the one process that writes the
-    report, where pickle's own way with dataclasses cost 0.35 s for 10,000 findings."""
-    assert _WORKER_ENGINE is not None
-    return Blobs().dumps(_lint_files(files, _WORKER_ENGINE, None, keep_passes, known))
 
 
 def _lint_files(

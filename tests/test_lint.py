@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from kubegap import lint, manifests
+from kubegap import forked, lint, manifests
 from kubegap.config import Settings
 from kubegap.enginerules import NOT_EVALUATED
 from kubegap.evaluate import Engine, build_engine
@@ -186,12 +186,12 @@ def test_exit_code(results: list[tuple[Result, Severity]], fail_on: Severity, co
 
 def test_parallel_lint_matches_serial(engine: Engine, tmp_path: Path) -> None:
     text = TRAIN.read_text()
-    for index in range(lint.PARALLEL_MIN_FILES):
+    for index in range(forked.PARALLEL_MIN_FILES):
         (tmp_path / f"f{index:03}.yaml").write_text(text.replace("name: llm", f"name: llm-{index}"))
     serial = lint.lint([str(tmp_path)], engine, jobs=1)
     parallel = lint.lint([str(tmp_path)], engine, jobs=2)
     assert parallel.summary.to_json() == serial.summary.to_json()
-    assert serial.summary.objects == lint.PARALLEL_MIN_FILES
+    assert serial.summary.objects == forked.PARALLEL_MIN_FILES
     # in the same order, equal field by field (cost-model inputs included) after the trip from the workers
     # (kubegap.blobs): the report does not depend on how many cores the machine has
     assert any(f.impact is not None for f in serial.findings)
@@ -235,11 +235,3 @@ def test_an_object_past_its_deadline_is_an_error_finding_and_the_rest_is_linted(
     assert "not a pass" in report.findings[0].message
     assert report.summary.objects == 2
     assert lint.exit_code(report, Severity.HIGH) == 1
-
-
-@pytest.mark.parametrize(("count", "jobs"), [(0, 2), (1, 2), (64, 2), (2000, 2), (1000, 3)])
-def test_runs_cover_the_items_in_order_several_per_worker(count: int, jobs: int) -> None:
-    chunks = lint.runs(list(range(count)), jobs)
-    assert [item for chunk in chunks for item in chunk] == list(range(count))
-    assert all(chunks) and len(chunks) <= 8 * jobs
-    assert count < 8 * jobs or len(chunks) > jobs  # a worker that finishes early has a next run

@@ -26,7 +26,7 @@ from kubegap.fix.files import (
     sources,
     write,
 )
-from kubegap.fix.workers import each_file
+from kubegap.forked import each_file
 from kubegap.lint import jobs_from
 from kubegap.options import add_engine_arguments, add_exclude_argument, settings_from_args
 from kubegap.reports.text import printable

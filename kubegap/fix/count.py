@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from kubegap.evaluate import Engine
 from kubegap.findings import Finding
 from kubegap.fix.files import Refused, by_file, count_source, readable_sources
-from kubegap.fix.workers import each_file
+from kubegap.forked import each_file
 
 
 def fixable_line(

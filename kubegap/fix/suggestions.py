@@ -12,7 +12,7 @@ from kubegap.findings import Finding
 from kubegap.fix.checked import patches
 from kubegap.fix.edits import Edit
 from kubegap.fix.files import Refused, by_file, layout, own_findings, readable_sources
-from kubegap.fix.workers import each_file
+from kubegap.forked import each_file
 
 
 @dataclass(frozen=True, slots=True)

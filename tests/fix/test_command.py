@@ -167,7 +167,8 @@ def test_an_unreadable_stream_passes_through_unchanged(
 
 def test_the_fix_count_is_the_same_in_worker_processes(tmp_path: Path) -> None:
     from kubegap.fix.count import fixable_line
-    from kubegap.lint import PARALLEL_MIN_FILES, lint
+    from kubegap.forked import PARALLEL_MIN_FILES
+    from kubegap.lint import lint
 
     for index in range(PARALLEL_MIN_FILES):
         (tmp_path / f"job-{index:02d}.yaml").write_bytes(HF.read_bytes())
@@ -217,7 +218,7 @@ def test_excluded_files_and_folders_are_not_fixed_as_lint_leaves_them_out(
 def test_many_files_are_fixed_the_same_in_worker_processes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from kubegap.lint import PARALLEL_MIN_FILES
+    from kubegap.forked import PARALLEL_MIN_FILES
 
     for jobs in ("1", "2"):
         folder = tmp_path / jobs

@@ -94,7 +94,8 @@ def test_suggestions_are_the_same_in_worker_processes_and_from_lints_findings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from kubegap.fix import suggestions as module
-    from kubegap.lint import PARALLEL_MIN_FILES, lint
+    from kubegap.forked import PARALLEL_MIN_FILES
+    from kubegap.lint import lint
 
     for index in range(PARALLEL_MIN_FILES):
         text = (MANIFESTS / "pytorchjob-llama-sft.yaml").read_text()

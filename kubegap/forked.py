@@ -1,0 +1,53 @@
+"""Work over many files in worker processes: lint, its fix reports and `kubegap fix`.
+
+The workers are forked once the engine is built, so they inherit it (and the task, a closure over it)
+instead of receiving it pickled. Each takes runs of consecutive files, several per worker: the results
+come back in the files' order, as one process gives them; a worker that finishes early takes the next
+run; and each run's results are handed on while the workers go on with the rest.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+PARALLEL_MIN_FILES = 64  # fewer files are worked on in this process: starting workers would cost more
+_RUNS_PER_JOB = 8
+_TASK: Callable[[Sequence[int]], Any] | None = None  # set only while a pool runs; inherited by its workers
+
+
+def each_run(task: Callable[[Sequence[int]], T], total: int, jobs: int) -> Iterator[T]:
+    """`task` over runs of the indexes `0 … total - 1`, results in order: in `jobs` worker processes when
+    there are many files, else one call over them all in this process. `task` must not raise."""
+    global _TASK
+    if jobs <= 1 or total < PARALLEL_MIN_FILES:
+        yield task(range(total))
+        return
+    _TASK = task
+    context = multiprocessing.get_context("fork")
+    try:
+        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
+            yield from pool.map(_run, runs(range(total), jobs))
+    finally:
+        _TASK = None
+
+
+def each_file(task: Callable[[int], T], total: int, jobs: int) -> Iterator[T]:
+    """`task(0)`, …, `task(total - 1)` in order, each as soon as it and those before it are done."""
+    for part in each_run(lambda run: [task(index) for index in run], total, jobs):
+        yield from part
+
+
+def runs(items: Sequence[T], jobs: int) -> list[Sequence[T]]:
+    """Runs of consecutive items for `jobs` workers, several per worker."""
+    size = max(1, -(-len(items) // (jobs * _RUNS_PER_JOB)))
+    return [items[start : start + size] for start in range(0, len(items), size)]
+
+
+def _run(indexes: Sequence[int]) -> Any:
+    assert _TASK is not None
+    return _TASK(indexes)

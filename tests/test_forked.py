@@ -1,0 +1,34 @@
+"""Work over many files in forked worker processes (kubegap.forked): in order, and really in workers."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import pytest
+
+from kubegap import forked
+
+
+@pytest.mark.parametrize(("count", "jobs"), [(0, 2), (1, 2), (64, 2), (2000, 2), (1000, 3)])
+def test_runs_cover_the_items_in_order_several_per_worker(count: int, jobs: int) -> None:
+    chunks = forked.runs(list(range(count)), jobs)
+    assert [item for chunk in chunks for item in chunk] == list(range(count))
+    assert all(chunks) and len(chunks) <= 8 * jobs
+    assert count < 8 * jobs or len(chunks) > jobs  # a worker that finishes early has a next run
+
+
+def test_each_file_gives_every_result_in_order_from_worker_processes() -> None:
+    total = forked.PARALLEL_MIN_FILES * 2
+    here = os.getpid()
+    seen = list(forked.each_file(lambda index: (index, os.getpid()), total, jobs=2))
+    assert [index for index, _ in seen] == list(range(total))
+    assert here not in {pid for _, pid in seen}  # each was worked out in a worker
+    alone = list(forked.each_file(lambda index: (index, os.getpid()), total, jobs=1))
+    assert alone == [(index, here) for index in range(total)]
+
+
+def test_few_files_are_one_run_in_this_process() -> None:
+    calls: list[Sequence[int]] = []
+    assert list(forked.each_run(lambda run: calls.append(run) or len(run), 5, jobs=2)) == [5]
+    assert [list(run) for run in calls] == [[0, 1, 2, 3, 4]]
