@@ -38,7 +38,7 @@ class Spool:
         self.add_rows([row(self._blobs, f) for f in findings], uid)
 
     def add_rows(self, rows: Iterable[Row], uid: str | None = None) -> None:
-        """Findings already pickled by `Blobs.row` (an audit worker pickles them beside the evaluation)."""
+        """Findings already pickled by `row` (an audit worker pickles them beside the evaluation)."""
         with_uid = [(ns, kind, name, rank, uid, blob) for ns, kind, name, rank, blob in rows]
         if with_uid:
             self._db.executemany(
