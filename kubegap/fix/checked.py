@@ -42,18 +42,13 @@ class Scope:
 
 
 Documents = Sequence[manifests.Document]
+Current = list[tuple[manifests.Document, Finding]]
 
 
 def _evaluate(
-    text: str,
-    scope: Scope,
-    name: str,
-    line: int,
-    documents: Documents | None = None,
-    linted: Sequence[Finding] | None = None,
+    text: str, scope: Scope, name: str, line: int, documents: Documents | None = None
 ) -> list[tuple[manifests.Document, Finding]]:
-    """The failing findings of the text's documents (read from `text` unless the caller has them; taken
-    from `linted` where lint has evaluated the one document already)."""
+    """The failing findings of the text's documents (read from `text` unless the caller has them)."""
     if documents is None:
         documents = list(manifests.Reader().read_bytes(text.encode("utf-8"), name))
     if any(d.error is not None for d in documents):
@@ -61,14 +56,25 @@ def _evaluate(
     out: list[tuple[manifests.Document, Finding]] = []
     for doc in documents:
         assert doc.obj is not None
-        placed = manifests.Document(doc.file, doc.index, line, doc.obj, None, doc.prefix, doc.text)
-        if linted is not None and len(documents) == 1:
-            out += [(placed, finding) for finding in linted if finding.result is Result.FAIL]
-            continue
+        placed = _placed(doc, line)
         for finding in scope.engine.evaluate(doc.obj, Context(scope.configmaps)).findings:
             if finding.result is Result.FAIL:
                 out.append((placed, locate_finding(placed, finding)))
     return out
+
+
+def _placed(doc: manifests.Document, line: int) -> manifests.Document:
+    return manifests.Document(doc.file, doc.index, line, doc.obj, None, doc.prefix, doc.text)
+
+
+def _current(docs: Documents, scope: Scope, linted: Sequence[Finding] | None) -> Current:
+    """The failing findings of one text's documents (`docs`, as the file was read): `linted`, the findings
+    lint gave its one document, located as lint locates them, where the caller has them; else evaluated."""
+    doc = docs[0]
+    if linted is not None and len(docs) == 1:
+        placed = _placed(doc, doc.line)
+        return [(placed, finding) for finding in linted if finding.result is Result.FAIL]
+    return _evaluate(doc.text, scope, doc.file, doc.line, docs)
 
 
 def _key(doc: manifests.Document, finding: Finding) -> Key:
@@ -106,9 +112,6 @@ def _check(patch: Patch, key: Key, before: set[Key], after: set[Key]) -> None:
         raise Unsafe("the edit did not settle the finding")
 
 
-Current = list[tuple[manifests.Document, Finding]]
-
-
 def _attempt(
     text: str, scope: Scope, name: str, line: int, current: Current, found: tuple[manifests.Document, Finding]
 ) -> tuple[Patch, str, Current]:
@@ -125,20 +128,14 @@ def _attempt(
     return patch, changed, after
 
 
-def fix_text(
-    text: str,
-    scope: Scope,
-    name: str,
-    line: int,
-    documents: Documents | None = None,
-    current: Current | None = None,
-) -> tuple[str, list[Outcome]]:
-    """The document's text with every safe fix applied, and what was done for each finding (`current`:
-    the text's failing findings, where the caller has them)."""
+def fix_text(docs: Documents, scope: Scope, current: Current | None = None) -> tuple[str, list[Outcome]]:
+    """The text of `docs` (one document, or a List's items) with every safe fix applied, and what was
+    done for each finding (`current`: the text's failing findings, where the caller has them)."""
+    text, name, line = docs[0].text, docs[0].file, docs[0].line
     outcomes: dict[Key, Outcome] = {}
     ours: set[Key] = set()  # invalid-declaration findings of the TODO values this run wrote
     if current is None:
-        current = _evaluate(text, scope, name, line, documents)
+        current = _current(docs, scope, None)
     for _ in range(MAX_PATCHES):
         todo = [
             (d, f)
@@ -161,16 +158,12 @@ def fix_text(
 
 
 def patches(
-    text: str,
-    scope: Scope,
-    name: str,
-    line: int,
-    documents: Documents | None = None,
-    linted: Sequence[Finding] | None = None,
+    docs: Documents, scope: Scope, linted: Sequence[Finding] | None = None
 ) -> list[tuple[Finding, Patch]]:
-    """Each finding's own patch against `text` as it is (not one after the other), for tools that offer
-    fixes one finding at a time (SARIF `fixes`); `linted` as for `count_fixable`."""
-    current = _evaluate(text, scope, name, line, documents, linted)
+    """Each finding's own patch against the text of `docs` as it is (not one after the other), for tools
+    that offer fixes one finding at a time (SARIF `fixes`); `linted` as for `count_fixable`."""
+    text, name, line = docs[0].text, docs[0].file, docs[0].line
+    current = _current(docs, scope, linted)
     out: list[tuple[Finding, Patch]] = []
     for found in current:
         if scope.selected(found[1]):
@@ -179,19 +172,14 @@ def patches(
     return out
 
 
-def count_fixable(
-    text: str,
-    scope: Scope,
-    name: str,
-    line: int,
-    documents: Documents | None = None,
-    linted: Sequence[Finding] | None = None,
-) -> tuple[int, int]:
-    """(fixed, left as TODO) among the document's findings, cheaply: every patch is planned against the
-    text as it is, all are applied together and the engine confirms them at once (two evaluations, not
-    one per patch). When that does not hold, `fix_text` itself counts. `linted`: the findings lint gave
-    the one document of `documents`, located as lint locates them, so it is not evaluated again."""
-    current = _evaluate(text, scope, name, line, documents, linted)
+def count_fixable(docs: Documents, scope: Scope, linted: Sequence[Finding] | None = None) -> tuple[int, int]:
+    """(fixed, left as TODO) among the findings of the text of `docs`, cheaply: every patch is planned
+    against the text as it is, all are applied together and the engine confirms them at once (two
+    evaluations, not one per patch). When that does not hold, `fix_text` itself counts. `linted`: the
+    findings lint gave the one document of `docs`, located as lint locates them, so it is not evaluated
+    again."""
+    text, name, line = docs[0].text, docs[0].file, docs[0].line
+    current = _current(docs, scope, linted)
     tree = Tree(text) if current else None
     planned: list[tuple[Key, Patch]] = []
     for doc, finding in current:
@@ -212,7 +200,7 @@ def count_fixable(
         after = None
     if after is not None and _confirmed(planned, {_key(d, f) for d, f in current}, after):
         return len(planned) - todo, todo
-    outcomes = fix_text(text, scope, name, line, documents, current)[1]
+    outcomes = fix_text(docs, scope, current)[1]
     return sum(o.fixed and not o.todo for o in outcomes), sum(o.todo for o in outcomes)
 
 

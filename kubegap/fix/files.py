@@ -133,7 +133,7 @@ def fix_source(source: Source, scope: Scope) -> Fixed:
     out, pos, outcomes = [], 0, []
     for offset, docs in parts.pieces:
         doc = docs[0]
-        fixed, done = fix_text(doc.text, scope, doc.file, doc.line, docs)
+        fixed, done = fix_text(docs, scope)
         out += [parts.plain[pos:offset], fixed]
         pos = offset + len(doc.text)
         outcomes += done
@@ -148,8 +148,7 @@ def count_source(source: Source, scope: Scope, linted: Sequence[Finding] | None 
     a second time (a third of what counting cost)."""
     fixed = todo = 0
     for _, docs in layout(source).pieces:
-        doc, own = docs[0], own_findings(linted, docs, source)
-        done, left = count_fixable(doc.text, scope, doc.file, doc.line, docs, own)
+        done, left = count_fixable(docs, scope, own_findings(linted, docs, source))
         fixed, todo = fixed + done, todo + left
     return fixed, todo
 

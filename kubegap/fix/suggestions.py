@@ -63,7 +63,7 @@ def suggestions(
         out = []
         for _, docs in parts.pieces:
             doc, own = docs[0], own_findings(linted.get(source.name), docs, source)
-            for finding, patch in patches(doc.text, scope, doc.file, doc.line, docs, own):
+            for finding, patch in patches(docs, scope, own):
                 if patch.todo is None and _match(finding) in wanted:
                     changes = tuple(_replacement(doc.text, e, doc.line, newline) for e in patch.edits)
                     out.append((_match(finding), Suggestion(patch.summary, changes)))
