@@ -45,15 +45,13 @@ Documents = Sequence[manifests.Document]
 Current = list[tuple[manifests.Document, Finding]]
 
 
-def _evaluate(
-    text: str, scope: Scope, name: str, line: int, documents: Documents | None = None
-) -> list[tuple[manifests.Document, Finding]]:
+def _evaluate(text: str, scope: Scope, name: str, line: int, documents: Documents | None = None) -> Current:
     """The failing findings of the text's documents (read from `text` unless the caller has them)."""
     if documents is None:
         documents = list(manifests.Reader().read_bytes(text.encode("utf-8"), name))
     if any(d.error is not None for d in documents):
         raise Unsafe("the document no longer parses")
-    out: list[tuple[manifests.Document, Finding]] = []
+    out: Current = []
     for doc in documents:
         assert doc.obj is not None
         placed = _placed(doc, line)
