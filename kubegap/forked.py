@@ -24,7 +24,8 @@ def each_run(task: Callable[[Sequence[int]], T], total: int, jobs: int) -> Itera
     """`task` over runs of the indexes `0 … total - 1`, results in order: in `jobs` worker processes when
     there are many files, else one call over them all in this process. `task` must not raise."""
     global _TASK
-    if jobs <= 1 or total < PARALLEL_MIN_FILES:
+    # Without fork (Windows), workers could not inherit the engine: the work stays in this process.
+    if jobs <= 1 or total < PARALLEL_MIN_FILES or "fork" not in multiprocessing.get_all_start_methods():
         yield task(range(total))
         return
     _TASK = task

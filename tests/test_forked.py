@@ -32,3 +32,10 @@ def test_few_files_are_one_run_in_this_process() -> None:
     calls: list[Sequence[int]] = []
     assert list(forked.each_run(lambda run: calls.append(run) or len(run), 5, jobs=2)) == [5]
     assert [list(run) for run in calls] == [[0, 1, 2, 3, 4]]
+
+
+def test_without_fork_the_work_stays_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(forked.multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    total = forked.PARALLEL_MIN_FILES * 2
+    seen = list(forked.each_file(lambda index: (index, os.getpid()), total, jobs=2))
+    assert seen == [(index, os.getpid()) for index in range(total)]
