@@ -27,7 +27,9 @@ from kubegap.evaluate import Context, Evaluator
 
 log = logging.getLogger(__name__)
 
-_CONTEXT = multiprocessing.get_context("fork")
+# Workers inherit the compiled engine by fork. Where there is none (Windows), `Workers` cannot start and
+# the audit evaluates every object itself (kubegap.audit.runner).
+_CONTEXT = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
 _PARENT_CHECK = 5.0  # seconds between a waiting worker's checks that the audit is still alive
 Chunk = list[tuple[Mapping[str, Any], Context | None]]
 Outcome = Verdict | Unevaluated
@@ -58,6 +60,8 @@ class Workers:
         self.engine, self.timeout = engine, timeout
         self._blobs = Blobs()
         self._slots: list[_Slot] = []
+        if _CONTEXT is None:
+            raise OSError("this platform cannot fork worker processes")
         try:
             for _ in range(count):
                 self._slots.append(self._spawn())
@@ -70,6 +74,7 @@ class Workers:
         # writes to every object it visits, which would copy the pages the workers share with the audit
         # (the compiled engine): 30 MB less memory in all for two workers (docs/speed.md).
         gc.freeze()
+        assert _CONTEXT is not None
         tasks = _CONTEXT.Queue()
         receive, send = _CONTEXT.Pipe(duplex=False)
         process = _CONTEXT.Process(

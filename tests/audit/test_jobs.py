@@ -243,6 +243,22 @@ def test_ctrl_c_reports_what_was_covered_and_leaves_no_worker(
     result.spool.close()
 
 
+def test_without_fork_the_audit_evaluates_every_object_itself(
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    served: ApiServer,
+    kubeconfig: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    argv = ("--kubeconfig", str(kubeconfig), "--format", "json", "--page-size", "7")
+    one = run(capsys, *argv, "--jobs", "1")
+    monkeypatch.setattr(workers, "_CONTEXT", None)  # as on Windows
+    code, out, _ = run(capsys, *argv, "--jobs", "2")
+    assert (code, out) == one[:2]
+    assert "cannot start 2 audit workers (this platform cannot fork worker processes)" in caplog.text
+    assert multiprocessing.active_children() == []
+
+
 @pytest.mark.parametrize("jobs", ["0", "x", "-1"])
 def test_jobs_must_be_a_positive_number_or_auto(
     capsys: pytest.CaptureFixture[str], kubeconfig: Path, jobs: str
