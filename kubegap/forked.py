@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 PARALLEL_MIN_FILES = 64  # fewer files are worked on in this process: starting workers would cost more
+# Workers inherit the engine by fork; where there is none (Windows), the work stays in this process.
+CAN_FORK = "fork" in multiprocessing.get_all_start_methods()
 _RUNS_PER_JOB = 8
 _TASK: Callable[[Sequence[int]], Any] | None = None  # set only while a pool runs; inherited by its workers
 
@@ -24,8 +26,7 @@ def each_run(task: Callable[[Sequence[int]], T], total: int, jobs: int) -> Itera
     """`task` over runs of the indexes `0 … total - 1`, results in order: in `jobs` worker processes when
     there are many files, else one call over them all in this process. `task` must not raise."""
     global _TASK
-    # Without fork (Windows), workers could not inherit the engine: the work stays in this process.
-    if jobs <= 1 or total < PARALLEL_MIN_FILES or "fork" not in multiprocessing.get_all_start_methods():
+    if not parallel(total, jobs):
         yield task(range(total))
         return
     _TASK = task
@@ -35,6 +36,11 @@ def each_run(task: Callable[[Sequence[int]], T], total: int, jobs: int) -> Itera
             yield from pool.map(_run, runs(range(total), jobs))
     finally:
         _TASK = None
+
+
+def parallel(total: int, jobs: int) -> bool:
+    """Whether `total` files are worked on in `jobs` worker processes."""
+    return jobs > 1 and total >= PARALLEL_MIN_FILES and CAN_FORK
 
 
 def each_file(task: Callable[[int], T], total: int, jobs: int) -> Iterator[T]:

@@ -134,7 +134,7 @@ def lint(
     # ConfigMaps may sit in any file: read the few files that mention one first.
     mentions = [f for f in files if f is not None and _mentions_configmap(f)]
     known = configmaps_of(manifests.Reader().read(mentions)) if mentions else {}
-    if jobs <= 1 or len(files) < forked.PARALLEL_MIN_FILES:
+    if not forked.parallel(len(files), jobs):
         return _lint_files(paths, engine, None, keep_passes, known)
     named = [f for f in files if f is not None]
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
+from kubegap import forked
 from kubegap.audit.verdict import Unevaluated, Verdict, judge
 from kubegap.blobs import Blobs
 from kubegap.evaluate import Context, Evaluator
@@ -29,7 +30,7 @@ log = logging.getLogger(__name__)
 
 # Workers inherit the compiled engine by fork. Where there is none (Windows), `Workers` cannot start and
 # the audit evaluates every object itself (kubegap.audit.runner).
-_CONTEXT = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+_CONTEXT = multiprocessing.get_context("fork") if forked.CAN_FORK else None
 _PARENT_CHECK = 5.0  # seconds between a waiting worker's checks that the audit is still alive
 Chunk = list[tuple[Mapping[str, Any], Context | None]]
 Outcome = Verdict | Unevaluated
