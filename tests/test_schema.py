@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from importlib.resources import files
 
 import jsonschema
 import pytest
@@ -10,7 +11,12 @@ import pytest
 from kubegap import schema
 from kubegap.errors import PolicyError
 
-NAMES = ("policy", "knobs", "config")
+# every schema kubegap ships, so that one added later is checked too
+NAMES = sorted(
+    f.name.removesuffix(".schema.json")
+    for f in files("kubegap").joinpath("schemas").iterdir()
+    if f.name.endswith(".schema.json")
+)
 
 
 @pytest.mark.parametrize("name", NAMES)
