@@ -17,6 +17,7 @@ from kubegap.audit.reader import DEFAULT_TIMEOUT, connect
 from kubegap.audit.retry import Api
 from kubegap.audit.runner import Auditor, AuditResult
 from kubegap.audit.scope import DEFAULT_PAGE_SIZE, scope_from
+from kubegap.audit.spool import Keep
 from kubegap.audit.writer import write_reports
 from kubegap.config import Settings
 from kubegap.errors import KubegapError
@@ -154,7 +155,9 @@ def _run(args: argparse.Namespace) -> int:
     result: AuditResult | None = None
     try:
         api = Api(transport)
-        result = Auditor(api, engine, scope, TerminalProgress.for_stderr(), jobs=jobs).run()
+        keep = Keep.for_formats([args.format, *(fmt for fmt, _ in outputs)], args.write_policyreports)
+        auditor = Auditor(api, engine, scope, TerminalProgress.for_stderr(), jobs=jobs, keep=keep)
+        result = auditor.run()
         if args.write_policyreports:
             _write(api, result)
         report = output.report(result, transport.host, engine.policies)

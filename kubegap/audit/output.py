@@ -24,7 +24,18 @@ class _Listed:
         return self._result.spool.findings("listed")
 
 
+class _Texts:
+    """Their JSON texts, made where each finding was (kubegap.audit.spool), in the same order."""
+
+    def __init__(self, result: AuditResult) -> None:
+        self._result = result
+
+    def __iter__(self) -> Iterator[str]:
+        return self._result.spool.texts()
+
+
 def report(result: AuditResult, cluster: str = "", policies: Sequence[Policy] = ()) -> Report:
+    spool = result.spool
     return Report(
         findings=_Listed(result),
         summary=result.summary,
@@ -33,4 +44,5 @@ def report(result: AuditResult, cluster: str = "", policies: Sequence[Policy] = 
         workloads=[o.cost for o in result.offenders if o.cost is not None],
         audit=result,
         cluster=cluster,
+        texts=_Texts(result) if spool.keep.json else None,
     )

@@ -28,11 +28,10 @@ from kubegap.audit.flight import Admitted, Flight
 from kubegap.audit.paging import Lister, ListScope, ahead
 from kubegap.audit.retry import Api
 from kubegap.audit.scope import AuditScope
-from kubegap.audit.spool import Spool
+from kubegap.audit.spool import FINDINGS, Keep, Rows, Spool
 from kubegap.audit.transport import ApiFailure, TransportError
 from kubegap.audit.verdict import Offender, Unevaluated, Verdict, judge, verdict_of
 from kubegap.audit.workers import Outcome, Workers
-from kubegap.blobs import Blobs
 from kubegap.evaluate import Evaluation, Evaluator
 from kubegap.findings import ObjectRef, Summary
 from kubegap.kinds import SUPPORTED_KINDS
@@ -82,12 +81,13 @@ class Auditor:
         top: int = 10,
         kinds: Iterable[KindInfo] = SUPPORTED_KINDS,
         jobs: int = 1,
+        keep: Keep = FINDINGS,  # what the spool keeps of each finding: what the report's formats read
     ) -> None:
         self.api, self.engine, self.scope, self.progress = api, engine, scope, progress
         self.kinds = tuple(kinds)  # a subset when the caller asks about some kinds only
         self.evaluation_timeout, self.top = evaluation_timeout, top
         self.coverage = Coverage(requests=api.stats, scope=scope.to_json())
-        self.result = AuditResult(Spool(), Summary(), self.coverage, {}, Counter(), [])
+        self.result = AuditResult(Spool(keep), Summary(), self.coverage, {}, Counter(), [])
         self.configmaps = ConfigMapResolver(api) if scope.resolve_configmaps else None
         self._audited: set[str] = set()  # uids of evaluated controllers
         self._heap: list[Offender] = []
@@ -95,13 +95,15 @@ class Auditor:
         self._pending: list[tuple[KindCoverage, ServedKind | None]] = []
         self.jobs = jobs  # worker processes; 1: every object is evaluated in this process
         self._flight: Flight | None = None
-        self._blobs = Blobs()
+        self.keep, self._rows = keep, Rows(keep)
         limits = (scope.namespaces, scope.exclude_namespaces, scope.selector, {k.kind for k in self.kinds})
         self.cluster = cluster.ClusterChecks(engine, cluster.out_of_scope(*limits))
 
     def run(self) -> AuditResult:
         try:
-            workers = _start(self.engine, self.jobs, self.evaluation_timeout) if self.jobs > 1 else None
+            workers = None
+            if self.jobs > 1:
+                workers = _start(self.engine, self.jobs, self.evaluation_timeout, self.keep)
             if workers is not None:
                 self._flight = Flight(workers, self._judge, self._settle, 2 * self.scope.page_size)
             self._discover()
@@ -187,7 +189,7 @@ class Auditor:
             self._settle(entry, admitted, self._judge(admitted))
 
     def _judge(self, admitted: Admitted) -> Outcome:
-        return judge(self.engine, admitted.obj, admitted.context, self.evaluation_timeout, self._blobs)
+        return judge(self.engine, admitted.obj, admitted.context, self.evaluation_timeout, self._rows)
 
     def _admit(self, entry: KindCoverage, obj: dict[str, Any]) -> Admitted | None:
         """Count the object and say whether to evaluate it (with its ConfigMaps resolved, here)."""
@@ -266,7 +268,7 @@ class Auditor:
 
     def tally_evaluation(self, evaluation: Evaluation) -> None:
         """A cluster unit's evaluation (audit/cluster.py): no kind was listed for it, no offender ranked."""
-        self.tally(verdict_of(evaluation, self._blobs))
+        self.tally(verdict_of(evaluation, self._rows))
 
     def _interrupted(self) -> None:
         self.coverage.interrupted = True
@@ -293,9 +295,9 @@ def _reason(failure: ApiFailure, served: ServedKind, namespace: str | None, rest
     return f"failed: {failure.code} {failure.reason}: {failure.detail}"
 
 
-def _start(engine: Evaluator, jobs: int, timeout: float) -> Workers | None:
+def _start(engine: Evaluator, jobs: int, timeout: float, keep: Keep) -> Workers | None:
     try:
-        return Workers(engine, jobs, timeout)
+        return Workers(engine, jobs, timeout, keep)
     except OSError as exc:  # no process to fork (a pid limit): the audit is the same, only slower
         log.warning("cannot start %d audit workers (%s); evaluating in this process", jobs, exc)
         return None

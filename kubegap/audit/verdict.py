@@ -2,8 +2,8 @@
 
 An audit worker process sends verdicts back to the audit, so a verdict carries no passes (34 findings for a
 typical object): their counts travel in a per-object `Summary`, and the non-pass findings travel already
-pickled as spool rows. The audit process then only adds them up, and every report stays the same as when
-the whole `Evaluation` was recorded.
+made into spool rows (pickled, JSON text, or both: kubegap.audit.spool). The audit process then only adds
+them up, and every report stays the same as when the whole `Evaluation` was recorded.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubegap.audit.spool import Row, row
-from kubegap.blobs import Blobs
+from kubegap.audit.spool import Row, Rows
 from kubegap.evaluate import Context, DeadlineExceeded, Evaluation, Evaluator
 from kubegap.findings import ObjectRef, Result, Severity, Summary, WorkloadCost
 
@@ -39,7 +38,7 @@ class Offender:
 class Verdict:
     ref: ObjectRef
     tally: Summary  # this object's results counted, passes included
-    rows: tuple[Row, ...]  # the non-pass findings, pickled for the spool
+    rows: tuple[Row, ...]  # the non-pass findings, made into spool rows
     exempted: bool  # at least one result is a skip (an exemption)
     failing: tuple[tuple[str, str, str, str], ...]  # (namespace, policy, rule, severity) per fail or error
     offender: Offender | None  # where something fails
@@ -55,7 +54,7 @@ class Unevaluated:
 
 
 def judge(
-    engine: Evaluator, obj: Mapping[str, Any], context: Context | None, timeout: float, blobs: Blobs
+    engine: Evaluator, obj: Mapping[str, Any], context: Context | None, timeout: float, rows: Rows
 ) -> Verdict | Unevaluated:
     """Evaluate one object; a bug must not hide the rest of the cluster, so it is an outcome, not a raise."""
     try:
@@ -66,10 +65,10 @@ def judge(
         return Unevaluated(
             f"internal error evaluating {ObjectRef.of(obj).display()}: {exc}", True, traceback.format_exc()
         )
-    return verdict_of(evaluation, blobs)
+    return verdict_of(evaluation, rows)
 
 
-def verdict_of(evaluation: Evaluation, blobs: Blobs) -> Verdict:
+def verdict_of(evaluation: Evaluation, rows: Rows) -> Verdict:
     tally = Summary()
     tally.add(evaluation.results)
     findings = evaluation.findings
@@ -84,7 +83,7 @@ def verdict_of(evaluation: Evaluation, blobs: Blobs) -> Verdict:
     return Verdict(
         evaluation.ref,
         tally,
-        tuple(row(blobs, f) for f in findings),
+        tuple(map(rows.of, findings)),
         len(failing) < len(findings),
         tuple((f.object.namespace or "", f.policy, f.rule, f.severity.value) for f in failing),
         offender,

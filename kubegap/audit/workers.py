@@ -22,6 +22,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from kubegap import forked
+from kubegap.audit.spool import FINDINGS, Keep, Rows
 from kubegap.audit.verdict import Unevaluated, Verdict, judge
 from kubegap.blobs import Blobs
 from kubegap.evaluate import Context, Evaluator
@@ -57,8 +58,8 @@ class _Slot:
 
 
 class Workers:
-    def __init__(self, engine: Evaluator, count: int, timeout: float) -> None:
-        self.engine, self.timeout = engine, timeout
+    def __init__(self, engine: Evaluator, count: int, timeout: float, keep: Keep = FINDINGS) -> None:
+        self.engine, self.timeout, self.keep = engine, timeout, keep
         self._blobs = Blobs()
         self._slots: list[_Slot] = []
         if _CONTEXT is None:
@@ -80,7 +81,7 @@ class Workers:
         receive, send = _CONTEXT.Pipe(duplex=False)
         process = _CONTEXT.Process(
             target=_serve,
-            args=(self.engine, self.timeout, tasks, send, os.getpid()),
+            args=(self.engine, self.timeout, self.keep, tasks, send, os.getpid()),
             name="kubegap-audit-worker",
             daemon=True,  # stopped when the audit exits; a killed audit is noticed in _serve
         )
@@ -158,9 +159,11 @@ def _how(code: int | None) -> str:
     return f"exit code {code}"
 
 
-def _serve(engine: Evaluator, timeout: float, tasks: Any, results: Connection, parent: int) -> None:
+def _serve(
+    engine: Evaluator, timeout: float, keep: Keep, tasks: Any, results: Connection, parent: int
+) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the audit's: it stops and reaps its workers
-    blobs = Blobs()
+    blobs, rows = Blobs(), Rows(keep)
     while os.getppid() == parent:  # else the audit died without stopping us (SIGKILL, SIGTERM)
         try:
             data = tasks.get(timeout=_PARENT_CHECK)
@@ -170,5 +173,5 @@ def _serve(engine: Evaluator, timeout: float, tasks: Any, results: Connection, p
             return
         chunk: Chunk = pickle.loads(data)
         results.send_bytes(
-            blobs.dumps([judge(engine, obj, context, timeout, blobs) for obj, context in chunk])
+            blobs.dumps([judge(engine, obj, context, timeout, rows) for obj, context in chunk])
         )

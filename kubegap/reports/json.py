@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from kubegap.findings import Finding
 from kubegap.reports.report import Report
 
 # No indent: the C encoder only runs without one, and this output is for machines (pipe to `jq`). One
@@ -19,10 +20,16 @@ from kubegap.reports.report import Report
 _dump = json.JSONEncoder(ensure_ascii=False).encode
 
 
+def finding_text(finding: Finding) -> str:
+    """One finding's JSON, as the report lists it."""
+    return _dump(finding.to_json())
+
+
 def render(report: Report) -> Iterator[str]:
     yield '{"findings": ['
-    for index, finding in enumerate(report.findings):
-        yield (", " if index else "") + _dump(finding.to_json())
+    texts = report.texts if report.texts is not None else map(finding_text, report.findings)
+    for index, text in enumerate(texts):
+        yield (", " if index else "") + text
     yield "]"
     extra: dict[str, Any] = {"summary": report.summary.to_json()}
     if report.audit is not None:

@@ -33,3 +33,6 @@ class Report:
     fixable: Callable[[], str | None] | None = None  # lint: what `kubegap fix` could settle
     audit: AuditResult | None = None  # the audit's coverage, offenders and per-namespace counts
     cluster: str = ""  # the audited API server
+    # Each finding's JSON text (kubegap.reports.json), in the order of `findings`, where the audit made
+    # them beside the findings (kubegap.audit.spool); None: the JSON format encodes the findings itself.
+    texts: Iterable[str] | None = None

@@ -87,6 +87,23 @@ def test_the_json_report_is_the_same_with_one_job_and_two(
     assert report["cluster"]["status"] == "evaluated"
 
 
+def test_the_json_report_is_the_same_however_the_spool_keeps_its_findings(
+    capsys: pytest.CaptureFixture[str], served: ApiServer, kubeconfig: Path, engine: Engine, tmp_path: Path
+) -> None:
+    """JSON alone keeps only each finding's text, made in the workers; JSON beside another format keeps the
+    findings too; the texts are what encoding the findings gives."""
+    argv = ("--kubeconfig", str(kubeconfig), "--page-size", "7", "--resolve-configmaps")
+    code, alone, _ = run(capsys, *argv, "--format", "json", "--jobs", "2")
+    beside = tmp_path / "audit.json"
+    text = run(capsys, *argv, "--format", "text", "--output", f"json={beside}", "--jobs", "1")
+    assert text[0] == code and "findings" in text[1]
+    assert beside.read_text() == alone
+    result = _audit(kubeconfig, engine, jobs=1, page_size=7, resolve_configmaps=True)
+    findings = [f.to_json() for f in result.spool.findings()]
+    result.spool.close()
+    assert len(findings) > 100 and json.loads(alone)["findings"] == findings
+
+
 class _Rigged:
     """The real engine, except that the objects named in `acts` do something else in a worker process (in
     every process with `anywhere`)."""

@@ -1,16 +1,24 @@
-"""The audit's finding spool gives back exactly what it was given, cost-model inputs included."""
+"""The audit's finding spool gives back exactly what it was given, cost-model inputs included, and each
+finding's JSON text where the formats read it."""
 
 from __future__ import annotations
 
-from kubegap.audit.spool import Spool
+import pytest
+
+from kubegap.audit.spool import Keep, Spool
 from kubegap.config import Settings
 from kubegap.evaluate import build_engine
+from kubegap.findings import Finding
+from kubegap.reports.json import finding_text
 from tests.test_evaluate import pytorchjob
 
 
+def _findings() -> list[Finding]:
+    return list(build_engine(Settings(cel_backend="cel-expr")).evaluate(pytorchjob()).findings)
+
+
 def test_findings_come_back_equal_with_their_impact() -> None:
-    engine = build_engine(Settings(cel_backend="cel-expr"))
-    findings = engine.evaluate(pytorchjob()).findings
+    findings = _findings()
     assert any(f.impact is not None for f in findings)  # priced findings hold nested dataclasses
     spool = Spool()
     spool.add(findings, "uid-1")
@@ -19,3 +27,43 @@ def test_findings_come_back_equal_with_their_impact() -> None:
     spool.close()
     assert [f for _, f in back] == [*findings, findings[0]]
     assert [uid for uid, _ in back] == ["uid-1"] * len(findings) + [None]
+
+
+def test_the_json_texts_come_back_in_listing_order_beside_the_findings() -> None:
+    findings = _findings()
+    spool = Spool(Keep(findings=True, json=True))
+    spool.add(findings, "uid-1")
+    spool.add(findings[:1], None)
+    texts, back = list(spool.texts()), list(spool.findings())
+    spool.close()
+    assert back == [*findings, findings[0]]
+    assert texts == [finding_text(f) for f in back] and len(set(texts)) == len(findings)
+
+
+def test_a_spool_gives_only_what_it_keeps() -> None:
+    findings = _findings()
+    texts_only, findings_only = Spool(Keep(findings=False, json=True)), Spool()
+    for spool in (texts_only, findings_only):
+        spool.add(findings)
+    assert list(texts_only.texts()) == [finding_text(f) for f in findings]
+    with pytest.raises(RuntimeError, match="keeps no findings"):
+        next(texts_only.findings())
+    with pytest.raises(RuntimeError, match="keeps no JSON texts"):
+        next(findings_only.texts())
+    texts_only.close()
+    findings_only.close()
+
+
+@pytest.mark.parametrize(
+    ("formats", "policyreports", "keep"),
+    [
+        (["json"], False, Keep(findings=False, json=True)),
+        (["json", "json"], False, Keep(findings=False, json=True)),
+        (["json"], True, Keep(findings=True, json=True)),
+        (["text", "json"], False, Keep(findings=True, json=True)),
+        (["text"], False, Keep(findings=True, json=False)),
+        (["sarif", "policyreport"], False, Keep(findings=True, json=False)),
+    ],
+)
+def test_the_spool_keeps_what_the_formats_read(formats: list[str], policyreports: bool, keep: Keep) -> None:
+    assert Keep.for_formats(formats, policyreports) == keep
