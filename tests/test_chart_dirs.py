@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kubegap import cli
+from kubegap import cli, forked
 
 TRAIN = (Path(__file__).parent / "data" / "engine" / "train.yaml").read_text()
 
@@ -50,3 +50,23 @@ def test_chart_dirs_in_the_config_are_relative_to_it(
 def test_a_folder_without_a_chart_is_a_usage_error(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["lint", "--chart-dir", "deploy", "--examples"]) == 2
     assert "--chart-dir deploy: cannot read deploy/Chart.yaml" in capsys.readouterr().err
+
+
+def test_a_parallel_lint_maps_rendered_files_as_one_process_does(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Workers name the chart's files before they write a finding's JSON text (kubegap.lint)."""
+    rendered = repo / "rendered"
+    rendered.mkdir()
+    for index in range(forked.PARALLEL_MIN_FILES):
+        source = f"# Source: trainer/templates/job-{index}.yaml\n"
+        (rendered / f"{index:03}.yaml").write_text(source + TRAIN.replace("name: llm", f"name: llm-{index}"))
+    chart = ["--chart-dir", "deploy/charts/trainer-chart"]
+    outputs = []
+    for jobs in ("1", "2"):
+        assert cli.main(["lint", "rendered", "-o", "json", *chart, "--jobs", jobs]) == 1
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
+    named = {f["file"] for f in json.loads(outputs[1])["findings"]}
+    templates = "deploy/charts/trainer-chart/templates"
+    assert named == {f"{templates}/job-{index}.yaml" for index in range(forked.PARALLEL_MIN_FILES)}
