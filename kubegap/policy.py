@@ -281,14 +281,16 @@ def load_dir(root: Traversable | Path, label: str, checked: bool = True) -> list
     policies = []
     for name, path in _policy_files(root):
         source = f"{label}/{name}"
-        policies.append(_policy(schema.parse(path.read_text("utf-8"), "policy", source), source, checked))
+        document = schema.parse(path.read_text("utf-8"), "policy", source, checked)
+        policies.append(_policy(document, source, checked))
     return policies
 
 
 def load(extra_dirs: Sequence[str] = ()) -> list[Policy]:
     """Bundled policies, then users' folders; a user policy with a bundled id replaces it. The bundled
-    policies' reads are checked against the facts contract by the test suite (tests/test_contract.py), not
-    at every start: the check builds a CEL parser and parses every expression, half a second."""
+    policies are checked against their schema (tests/test_schema.py) and their reads against the facts
+    contract (tests/test_contract.py) by the test suite, not at every start: the second builds a CEL parser
+    and parses every expression, half a second."""
     bundled = load_dir(files("kubegap.policies"), "policies", checked=False)
     by_id: dict[str, Policy] = {p.id: p for p in bundled}
     for directory in extra_dirs:

@@ -1,4 +1,5 @@
-"""kubegap's own schemas are checked against their metaschema here, not at every start (kubegap.schema)."""
+"""kubegap's own schemas are checked against their metaschema here, and the files it ships against their
+schemas, not at every start (kubegap.schema)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from importlib.resources import files
 import jsonschema
 import pytest
 
-from kubegap import schema
+from kubegap import policy, schema
 from kubegap.errors import PolicyError
 
 # every schema kubegap ships, so that one added later is checked too
@@ -23,6 +24,21 @@ NAMES = sorted(
 def test_each_bundled_schema_is_valid_for_its_metaschema(name: str) -> None:
     validator = schema._validator(name)  # as kubegap uses it: the knobs' setting names filled in
     type(validator).check_schema(validator.schema)
+
+
+# every file kubegap ships and reads without checking it at start: each bundled policy, the knob catalogue
+POLICIES = files("kubegap.policies")
+SHIPPED = [(name, "policy") for name, _ in policy._policy_files(POLICIES)] + [("knobs.yaml", "knobs")]
+
+
+@pytest.mark.parametrize(("name", "kind"), SHIPPED)
+def test_each_shipped_file_is_valid_for_its_schema(name: str, kind: str) -> None:
+    document = schema.parse(POLICIES.joinpath(name).read_text("utf-8"), kind, name, checked=False)
+    assert schema.check(document, kind, name) is document
+
+
+def test_the_shipped_files_are_all_there() -> None:
+    assert len(SHIPPED) == len(policy.load()) + 1 >= 15
 
 
 def test_a_broken_schema_fails_the_check() -> None:

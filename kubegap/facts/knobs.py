@@ -138,8 +138,9 @@ def merge(documents: Iterable[tuple[str, Mapping[str, Any]]]) -> Catalogue:
 
 
 def load(extra_files: Sequence[str] = ()) -> Catalogue:
-    """The bundled catalogue plus users' files, each checked against the knob catalogue schema."""
+    """The bundled catalogue plus users' files, each checked against the knob catalogue schema (the bundled
+    one by the test suite, tests/test_schema.py)."""
     bundled = files("kubegap.policies").joinpath("knobs.yaml").read_text("utf-8")
-    documents = [("policies/knobs.yaml", schema.parse(bundled, "knobs", "policies/knobs.yaml"))]
+    documents = [("policies/knobs.yaml", schema.parse(bundled, "knobs", "policies/knobs.yaml", False))]
     documents += [(path, schema.load(path, "knobs")) for path in extra_files]
     return merge(documents)
