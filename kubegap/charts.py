@@ -43,9 +43,6 @@ class ChartDirs:
         return out
 
 
-NO_CHARTS = ChartDirs()  # every file name kept as it is
-
-
 def chart_dirs(folders: Sequence[str]) -> ChartDirs:
     pairs = []
     for folder in folders:

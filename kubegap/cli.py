@@ -145,8 +145,8 @@ def _lint(args: argparse.Namespace) -> int:
     charts = chart_dirs([*settings.chart_dirs, *args.chart_dir])
     jobs = jobs_from(args.jobs)
     # Only the formats that count or list passes need them kept (SARIF, JUnit, PolicyReport).
-    keep_passes = registry.keeps_passes(formats)
-    report = lint(files, engine, stdin, jobs, keep_passes, charts, texts="json" in formats)
+    report = lint(files, engine, stdin, jobs, keep_passes=registry.keeps_passes(formats))
+    report.findings, report.passes = charts.apply(report.findings), charts.apply(report.passes)
     rendered = _report(report, engine, files, jobs)
     for fmt, path in outputs:
         registry.write_file(path, fmt, rendered)
@@ -194,7 +194,6 @@ def _report(report: LintReport, engine: Engine, paths: Sequence[str], jobs: int)
         base_dir=str(Path.cwd()),
         fixes=fixes,
         fixable=fixable,
-        texts=report.texts,
     )
 
 

@@ -16,14 +16,12 @@ from typing import IO, Any
 
 from kubegap import fieldpath, forked, inputs, manifests
 from kubegap.blobs import Blobs
-from kubegap.charts import NO_CHARTS, ChartDirs
 from kubegap.enginerules import DEADLINE, INVALID_MANIFEST, NOT_EVALUATED
 from kubegap.errors import UsageError
 from kubegap.evaluate import Context, DeadlineExceeded, Engine
 from kubegap.facts.env import ConfigMaps
 from kubegap.findings import Check, Finding, ObjectRef, Result, Severity, Summary, WorkloadCost, error
 from kubegap.manifests import configmaps_of
-from kubegap.reports.json import finding_text
 
 # Per object, as the audit allows: an object whose evaluation runs away is reported, the run goes on.
 EVALUATION_TIMEOUT = 10.0
@@ -36,10 +34,6 @@ class LintReport:
     summary: Summary = field(default_factory=Summary)
     unreadable: int = 0  # documents reported as invalid-manifest
     workloads: list[WorkloadCost] = field(default_factory=list)  # training workloads, with their cost
-    # Each finding's JSON text in the same order, made by the workers of a parallel lint when the JSON
-    # format is asked for (so the one process that writes the report does not encode them all after the
-    # last file); None: the JSON format encodes the findings itself.
-    texts: list[str] | None = None
 
 
 def _invalid(doc: manifests.Document) -> Finding:
@@ -132,33 +126,24 @@ def lint(
     stdin: IO[bytes] | None = None,
     jobs: int = 1,
     keep_passes: bool = False,
-    charts: ChartDirs = NO_CHARTS,
-    texts: bool = False,
 ) -> LintReport:
-    """Lint files, folders and `-`; with jobs > 1 and enough files, in worker processes sharing the engine.
-
-    Findings name the chart files `charts` maps rendered names to; `texts` asks a parallel lint's workers
-    for each finding's JSON text too (`LintReport.texts`).
-    """
+    """Lint files, folders and `-`; with jobs > 1 and enough files, in worker processes sharing the engine."""
     files = [path for _, path in inputs.expand(paths)]
     if None in files:  # stdin can be read only once: take it whole
-        return _lint_files(paths, engine, stdin, keep_passes, None, charts)
+        return _lint_files(paths, engine, stdin, keep_passes, None)
     # ConfigMaps may sit in any file: read the few files that mention one first.
     mentions = [f for f in files if f is not None and _mentions_configmap(f)]
     known = configmaps_of(manifests.Reader().read(mentions)) if mentions else {}
     if not forked.parallel(len(files), jobs):
-        return _lint_files(paths, engine, None, keep_passes, known, charts)
+        return _lint_files(paths, engine, None, keep_passes, known)
     named = [f for f in files if f is not None]
 
     def lint_run(run: Sequence[int]) -> bytes:
         """A run's report, pickled as kubegap.blobs does: read back here, in the one process that writes
         the report, where pickle's own way with dataclasses cost 0.35 s for 10,000 findings."""
-        part = _lint_files([named[i] for i in run], engine, None, keep_passes, known, charts)
-        if texts:  # 0.4 s for 10,000 findings, on both cores here instead of on one after the last file
-            part.texts = [finding_text(f) for f in part.findings]
-        return Blobs().dumps(part)
+        return Blobs().dumps(_lint_files([named[i] for i in run], engine, None, keep_passes, known))
 
-    report = LintReport(texts=[] if texts else None)
+    report = LintReport()
     for data in forked.each_run(lint_run, len(named), jobs):
         part: LintReport = pickle.loads(data)
         report.findings += part.findings
@@ -166,8 +151,6 @@ def lint(
         report.summary.merge(part.summary)
         report.unreadable += part.unreadable
         report.workloads += part.workloads
-        if report.texts is not None and part.texts is not None:
-            report.texts += part.texts
     return report
 
 
@@ -180,17 +163,11 @@ def _mentions_configmap(path: str) -> bool:
 
 
 def _lint_files(
-    paths: Sequence[str],
-    engine: Engine,
-    stdin: IO[bytes] | None,
-    keep_passes: bool,
-    known: ConfigMaps | None,
-    charts: ChartDirs,
+    paths: Sequence[str], engine: Engine, stdin: IO[bytes] | None, keep_passes: bool, known: ConfigMaps | None
 ) -> LintReport:
     reader = manifests.Reader()
     report = lint_documents(reader.read(paths, stdin), engine, keep_passes, known)
     report.summary.not_applicable += reader.skipped
-    report.findings, report.passes = charts.apply(report.findings), charts.apply(report.passes)
     return report
 
 

@@ -55,7 +55,7 @@ def test_a_folder_without_a_chart_is_a_usage_error(repo: Path, capsys: pytest.Ca
 def test_a_parallel_lint_maps_rendered_files_as_one_process_does(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Workers name the chart's files before they write a finding's JSON text (kubegap.lint)."""
+    """Findings from worker processes name the chart's files as those of one process do."""
     rendered = repo / "rendered"
     rendered.mkdir()
     for index in range(forked.PARALLEL_MIN_FILES):
