@@ -70,7 +70,8 @@ def parse(text: str, schema: str, source: str, checked: bool = True) -> Mapping[
         document = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as err:
         raise PolicyError(f"{source}: not valid YAML: {err}") from err
-    if not checked:
-        assert isinstance(document, Mapping)
-        return document
-    return check(document, schema, source)
+    if checked:
+        return check(document, schema, source)
+    if not isinstance(document, Mapping):  # a damaged installation, not a user's file
+        raise PolicyError(f"{source}: not a {schema} file: reinstall kubegap")
+    return document

@@ -37,6 +37,11 @@ def test_each_shipped_file_is_valid_for_its_schema(name: str, kind: str) -> None
     assert schema.check(document, kind, name) is document
 
 
+def test_a_shipped_file_that_is_not_a_mapping_is_an_error_not_a_crash() -> None:
+    with pytest.raises(PolicyError, match=r"knobs.yaml: not a knobs file"):
+        schema.parse("- a list\n", "knobs", "knobs.yaml", checked=False)
+
+
 def test_the_shipped_files_are_all_there() -> None:
     assert len(SHIPPED) == len(policy.load()) + 1 >= 15
 
