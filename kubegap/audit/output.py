@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from kubegap.audit.runner import AuditResult
+from kubegap.audit.spool import Spool
 from kubegap.findings import Finding
 from kubegap.policy import Policy
 from kubegap.reports.report import Report
@@ -25,17 +26,17 @@ class _Listed:
 
 
 class _Texts:
-    """Their JSON texts, made where each finding was (kubegap.audit.spool), in the same order."""
+    """Their JSON texts, made where each finding was (kubegap.audit.spool), in the same order; read again
+    by each output that asks for JSON."""
 
-    def __init__(self, result: AuditResult) -> None:
-        self._result = result
+    def __init__(self, spool: Spool) -> None:
+        self._spool = spool
 
     def __iter__(self) -> Iterator[str]:
-        return self._result.spool.texts()
+        return self._spool.texts()
 
 
 def report(result: AuditResult, cluster: str = "", policies: Sequence[Policy] = ()) -> Report:
-    spool = result.spool
     return Report(
         findings=_Listed(result),
         summary=result.summary,
@@ -44,5 +45,5 @@ def report(result: AuditResult, cluster: str = "", policies: Sequence[Policy] = 
         workloads=[o.cost for o in result.offenders if o.cost is not None],
         audit=result,
         cluster=cluster,
-        texts=_Texts(result) if spool.keep.json else None,
+        texts=_Texts(result.spool) if result.spool.keep.json else None,
     )

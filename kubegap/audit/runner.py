@@ -95,15 +95,14 @@ class Auditor:
         self._pending: list[tuple[KindCoverage, ServedKind | None]] = []
         self.jobs = jobs  # worker processes; 1: every object is evaluated in this process
         self._flight: Flight | None = None
-        self.keep, self._rows = keep, Rows(keep)
+        self._rows = Rows(keep)
         limits = (scope.namespaces, scope.exclude_namespaces, scope.selector, {k.kind for k in self.kinds})
         self.cluster = cluster.ClusterChecks(engine, cluster.out_of_scope(*limits))
 
     def run(self) -> AuditResult:
         try:
-            workers = None
-            if self.jobs > 1:
-                workers = _start(self.engine, self.jobs, self.evaluation_timeout, self.keep)
+            keep = self.result.spool.keep
+            workers = _start(self.engine, self.jobs, self.evaluation_timeout, keep) if self.jobs > 1 else None
             if workers is not None:
                 self._flight = Flight(workers, self._judge, self._settle, 2 * self.scope.page_size)
             self._discover()
