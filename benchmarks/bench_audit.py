@@ -2,6 +2,7 @@
 against the list-and-decode floor measured on the same server in the same run.
 
     python benchmarks/bench_audit.py [--sizes 10000,50000] [--page-size 500] [--jobs auto,1]
+                                     [--templates shared,distinct]
 
 The floor is what no audit can beat: every kind the audit lists, page by page over one keep-alive TLS
 connection, each page decoded with json.loads, and nothing else (discovery is done before the clock starts).
@@ -13,6 +14,11 @@ and its wall time is reported with two memory figures: wait4's ru_maxrss, the la
 the audit and its workers (Linux folds waited-for children into it), and the peak of their summed PSS,
 sampled from /proc every 0.2 s (PSS splits the pages the forked workers share with the audit, so the sum
 is the memory they take together). CPU is the audit's and its workers'. Prints figures; asserts nothing.
+
+`--templates`: `shared` draws each pod template from 54 variants (GPUs, save interval, timeout, async
+error handling), as a cluster holds one chart or pipeline's copies under many names and namespaces, which
+the audit evaluates once each (kubegap.memo); `distinct` gives every object a template of its own (a run id
+on its command line), so nothing is remembered and every object costs a full evaluation. Both by default.
 Targets: at most 3x the floor at 50,000 objects (long term 1.5x); peak RSS growing < 20% from 10k to 50k.
 """
 
@@ -50,12 +56,14 @@ _OTHER = [
 ]
 
 
-def _container(rng: random.Random, gpus: int) -> dict[str, Any]:
+def _container(rng: random.Random, gpus: int, unique: int | None) -> dict[str, Any]:
     args = (
         f"torchrun --nnodes 4 --nproc-per-node {gpus} pretrain.py --save /ckpt "
         f"--save-interval {rng.choice([100, 500, 2000])} "
         f"--distributed-timeout-minutes {rng.choice([10, 30, 60])}"
     )
+    if unique is not None:
+        args += f" --run-id {unique}"
     env = [
         {"name": "NCCL_DEBUG", "value": "WARN"},
         {"name": "FI_PROVIDER", "value": "efa"},
@@ -74,16 +82,16 @@ def _container(rng: random.Random, gpus: int) -> dict[str, Any]:
     }
 
 
-def _template(rng: random.Random) -> dict[str, Any]:
+def _template(rng: random.Random, unique: int | None) -> dict[str, Any]:
     gpus = rng.choice([0, 1, 8, 8])
     return {
         "metadata": {"annotations": {"kubegap.dev/step-time": "2.0s"}},
-        "spec": {"containers": [_container(rng, gpus)], "restartPolicy": "Never"},
+        "spec": {"containers": [_container(rng, gpus, unique)], "restartPolicy": "Never"},
     }
 
 
-def _spec(api: str, kind: str, rng: random.Random) -> dict[str, Any]:
-    t = _template(rng)
+def _spec(api: str, kind: str, rng: random.Random, unique: int | None) -> dict[str, Any]:
+    t = _template(rng, unique)
     match kind:
         case "Pod":
             return dict(t["spec"])
@@ -145,7 +153,8 @@ def _node(index: int, rng: random.Random) -> dict[str, Any]:
     }
 
 
-def generate(count: int, path: Path, seed: int = 11) -> None:
+def generate(count: int, path: Path, seed: int = 11, distinct: bool = False) -> None:
+    """`count` objects; `distinct`: no two pod templates alike."""
     rng = random.Random(seed)
     plan = {
         ("v1", "Pod"): count * 40 // 100,
@@ -158,6 +167,7 @@ def generate(count: int, path: Path, seed: int = 11) -> None:
     for i, key in enumerate(_OTHER):
         plan[key] = rest // len(_OTHER) + (1 if i < rest % len(_OTHER) else 0)
     job_uids: list[str] = []
+    serial = 0
     with path.open("w", encoding="utf-8") as out:
         for (api, kind), n in sorted(plan.items(), key=lambda item: item[0][1] == "Pod"):  # Jobs before Pods
             for i in range(n):
@@ -183,7 +193,9 @@ def generate(count: int, path: Path, seed: int = 11) -> None:
                             "controller": True,
                         }
                     ]
-                obj = {"apiVersion": api, "kind": kind, "metadata": meta, "spec": _spec(api, kind, rng)}
+                serial += 1
+                spec = _spec(api, kind, rng, serial if distinct else None)
+                obj = {"apiVersion": api, "kind": kind, "metadata": meta, "spec": spec}
                 out.write(json.dumps(obj) + "\n")
 
 
@@ -317,9 +329,11 @@ def _sample_pss(pid: int, peak: list[int], stop: threading.Event) -> None:
         peak[0] = max(peak[0], _pss_kb(pid))
 
 
-def measure(count: int, page_size: int, work: Path, stub: bool = False, jobs: str = "auto") -> dict[str, Any]:
+def measure(
+    count: int, page_size: int, work: Path, stub: bool = False, jobs: str = "auto", templates: str = "shared"
+) -> dict[str, Any]:
     objects, kubeconfig = work / f"objects-{count}.jsonl", work / f"kubeconfig-{count}"
-    generate(count, objects)
+    generate(count, objects, distinct=templates == "distinct")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     server = subprocess.Popen(
         [
@@ -366,6 +380,7 @@ def measure(count: int, page_size: int, work: Path, stub: bool = False, jobs: st
     totals = doc["coverage"]["totals"]
     return {
         "engine": "stub" if stub else "real",
+        "templates": templates,
         "jobs": jobs,
         "objects": count,
         "exit": os.waitstatus_to_exitcode(status),
@@ -389,7 +404,8 @@ def measure(count: int, page_size: int, work: Path, stub: bool = False, jobs: st
 def _say(row: dict[str, Any]) -> None:
     print(json.dumps(row), flush=True)
     print(
-        f"{row['engine']} engine, {row['objects']:,} objects, --jobs {row['jobs']}: audit {row['wall_s']} s, "
+        f"{row['engine']} engine, {row['objects']:,} objects, {row['templates']} templates, "
+        f"--jobs {row['jobs']}: audit {row['wall_s']} s, "
         f"floor {row['floor_s']} s = {row['x_floor']}x the floor (target <= 3x), peak RSS "
         f"{row['peak_rss_mb']} MB (largest process), {row['peak_pss_sum_mb']} MB (PSS, all processes); "
         f"CPU {row['cpu_s']} s; {row['cores_free']} cores free after it",
@@ -398,15 +414,15 @@ def _say(row: dict[str, Any]) -> None:
 
 
 def _growth(rows: list[dict[str, Any]]) -> None:
-    for engine, jobs in dict.fromkeys((r["engine"], r["jobs"]) for r in rows):
-        same = [r for r in rows if (r["engine"], r["jobs"]) == (engine, jobs)]
+    for engine, templates, jobs in dict.fromkeys((r["engine"], r["templates"], r["jobs"]) for r in rows):
+        same = [r for r in rows if (r["engine"], r["templates"], r["jobs"]) == (engine, templates, jobs)]
         if len(same) >= 2:
             growth = same[-1]["peak_rss_mb"] / same[0]["peak_rss_mb"] - 1
             summed = same[-1]["peak_pss_sum_mb"] / max(same[0]["peak_pss_sum_mb"], 0.1) - 1
             sizes = f"{same[0]['objects']:,} -> {same[-1]['objects']:,}"
             print(
-                f"{engine} engine, --jobs {jobs}: peak RSS growth {sizes}: {growth:+.1%} "
-                f"(summed PSS {summed:+.1%})"
+                f"{engine} engine, {templates} templates, --jobs {jobs}: peak RSS growth {sizes}: "
+                f"{growth:+.1%} (summed PSS {summed:+.1%})"
             )
 
 
@@ -418,6 +434,9 @@ def main() -> int:
     parser.add_argument(
         "--jobs", default="auto", help="the audit's --jobs; a list (auto,1) runs each in turn"
     )
+    parser.add_argument(
+        "--templates", default="shared,distinct", help="shared, distinct, or both (see above)"
+    )
     parser.add_argument("--stub-child", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     parser.add_argument("--floor-child", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -428,10 +447,11 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="kubegap-bench-audit-") as tmp:
         for stub in (False, True) if args.stub_engine else (False,):
-            for size in (int(s) for s in args.sizes.split(",")):
-                for jobs in args.jobs.split(","):
-                    rows.append(measure(size, args.page_size, Path(tmp), stub, jobs))
-                    _say(rows[-1])
+            for templates in args.templates.split(","):
+                for size in (int(s) for s in args.sizes.split(",")):
+                    for jobs in args.jobs.split(","):
+                        rows.append(measure(size, args.page_size, Path(tmp), stub, jobs, templates))
+                        _say(rows[-1])
     _growth(rows)
     out = ROOT / "benchmarks" / "out"
     out.mkdir(exist_ok=True)

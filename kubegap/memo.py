@@ -2,17 +2,20 @@
 
 A cluster holds many copies of one workload under other names: the pods of a Job, a ReplicaSet or a
 DaemonSet (and the Jobs of a CronJob or a JobSet) differ in their names, uids, owners, nodes and status,
-not in what kubegap reads. An evaluation depends only on what it reads, so the engine remembers the last
-evaluations of objects a controller made (those with `ownerReferences`) by a digest of the rest, and gives
-a remembered one again, told of the new object's reference, instead of evaluating it anew.
+not in what kubegap reads; one chart installed in many namespaces differs in its namespace too. An
+evaluation depends only on what it reads, so the engine remembers its last evaluations by a digest of the
+rest, and gives a remembered one again, told of the new object's reference, instead of evaluating anew.
+Every engine remembers objects a controller made (those with `ownerReferences`); the audit, which reads
+whole clusters, remembers every workload (`Memo(unowned=True)`).
 
 What the digest leaves out is what no workload fact reads (`tests/test_memo.py` evaluates every example
 with each of these changed and expects the same results): the object's identity and bookkeeping in
 `metadata`, its `status`, and where a Pod was placed (`spec.nodeName`, `spec.hostname`, which the
-scheduler and the Job controller set per pod). An engine whose policies read the raw `object` never
-remembers, since a policy may read any of those; nor are Nodes and DRA claims remembered (node facts read
-the clock). The digest also holds the date, since an exemption can expire at midnight, and the ConfigMaps
-the evaluation could read.
+scheduler and the Job controller set per pod). Its namespace is read only to find the ConfigMaps its
+environment names (`configMapRef`, `configMapKeyRef`), so it is left out unless the object names one. An
+engine whose policies read the raw `object` never remembers, since a policy may read any of those; nor are
+Nodes and DRA claims remembered (node facts read the clock). The digest also holds the date, since an
+exemption can expire at midnight, and the ConfigMaps the evaluation could read.
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ _IDENTITY = frozenset(
     }
 )
 _PLACEMENT = frozenset({"nodeName", "hostname"})  # a Pod's, set per pod
+# The keys by which an environment names a ConfigMap (kubegap.facts.env), as JSON writes them: a digest
+# text without either reads the same in every namespace. A string value spelling one only costs a miss.
+_NAMES_CONFIGMAP = ('"configMapRef"', '"configMapKeyRef"')
 _MAX_CONFIGMAPS = 8  # a context with more (lint's every ConfigMap of the input) is not worth a digest
 
 
@@ -58,8 +64,12 @@ def today() -> str:
 class Memo:
     """The last `CAPACITY` evaluations by content digest; safe to share between threads."""
 
-    def __init__(self, capacity: int = CAPACITY) -> None:
+    def __init__(self, capacity: int = CAPACITY, unowned: bool = False) -> None:
         self.capacity = capacity
+        # Also objects no controller made. Off by default: the digest costs about 0.1 ms per 10 KB, and
+        # what lint and the webhook see by hand rarely comes twice; an audit sees charts and pipelines'
+        # copies across namespaces.
+        self.unowned = unowned
         self._kept: OrderedDict[bytes, Evaluation] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
@@ -69,13 +79,11 @@ class Memo:
     ) -> bytes | None:
         """The digest of what an evaluation of `obj` reads; None where it is not remembered."""
         metadata = obj.get("metadata")
-        # Only what a controller made (a Job's pods, a CronJob's Jobs) comes in copies; the digest of an
-        # object written by hand would cost 0.1 ms per 10 KB for nothing.
-        if not isinstance(metadata, Mapping) or not metadata.get("ownerReferences"):
+        if not isinstance(metadata, Mapping) or not (self.unowned or metadata.get("ownerReferences")):
             return None
         if len(configmaps) > _MAX_CONFIGMAPS:
             return None
-        kept = {k: v for k, v in metadata.items() if k not in _IDENTITY}
+        kept = {k: v for k, v in metadata.items() if k not in _IDENTITY and k != "namespace"}
         spec = obj.get("spec")
         if obj.get("kind") == "Pod" and isinstance(spec, Mapping) and not _PLACEMENT.isdisjoint(spec):
             spec = {k: v for k, v in spec.items() if k not in _PLACEMENT}
@@ -83,6 +91,8 @@ class Memo:
         cms = sorted((f"{ns}/{name}", dict(data)) for (ns, name), data in configmaps.items())
         try:
             text = json.dumps([rest, kept, spec, cms, today()], default=repr)
+            if any(name in text for name in _NAMES_CONFIGMAP):
+                text += json.dumps(metadata.get("namespace"), default=repr)
         except (TypeError, ValueError, RecursionError):  # keys of mixed types, a cycle: evaluate it
             return None
         return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from kubegap import kinds, memo, testing
+from kubegap.audit import configmaps
 from kubegap.config import Settings
 from kubegap.evaluate import Context, DeadlineExceeded, Engine, build_engine
 from kubegap.findings import Finding, ObjectRef, Result, moved_to
@@ -32,10 +33,17 @@ def _workloads() -> list[dict[str, Any]]:
 WORKLOADS = _workloads()
 
 
+def _names_configmap(obj: dict[str, Any]) -> bool:
+    return bool(configmaps.referenced(obj))
+
+
 def _elsewhere(obj: dict[str, Any]) -> dict[str, Any]:
-    """Another copy of `obj` as a cluster holds it: every field the digest leaves out changed."""
+    """Another copy of `obj` as a cluster holds it: every field the digest leaves out changed, the namespace
+    too where no environment names a ConfigMap."""
     other = copy.deepcopy(obj)
     meta = other.setdefault("metadata", {})
+    if not _names_configmap(obj):
+        meta["namespace"] = "elsewhere"
     meta.update(
         name=f"{meta.get('name', 'x')}-7f9c2",
         generateName="copy-",
@@ -64,9 +72,10 @@ def fresh() -> Engine:
     return engine
 
 
-def test_the_workloads_include_pods() -> None:
+def test_the_workloads_include_pods_and_configmap_readers() -> None:
     assert len(WORKLOADS) > 150
     assert any(w["kind"] == "Pod" for w in WORKLOADS)
+    assert sum(map(_names_configmap, WORKLOADS)) >= 3, "the namespace is kept for these: test some"
 
 
 @pytest.mark.parametrize("index", range(len(WORKLOADS)))
@@ -99,10 +108,11 @@ def test_a_change_to_anything_read_is_evaluated_anew() -> None:
     engine = build_engine(Settings())
     assert engine.memo is not None
     first = _owned(pytorchjob())
+    _env(first).append({"name": "NCCL_IB_HCA", "valueFrom": {"configMapKeyRef": {"name": "n", "key": "k"}}})
     engine.evaluate(first)
     changed = [copy.deepcopy(first) for _ in range(4)]
     changed[0]["metadata"]["annotations"] = {"kubegap.dev/step-time": "2s"}
-    changed[1]["metadata"]["namespace"] = "other"
+    changed[1]["metadata"]["namespace"] = "other"  # it names a ConfigMap, so its namespace is read
     changed[2]["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 3
     changed[3]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["hostNetwork"] = True
     for other in changed:
@@ -177,3 +187,37 @@ def test_an_object_written_by_hand_is_not_remembered() -> None:
     engine.evaluate(first)
     engine.evaluate(_elsewhere(first))
     assert engine.memo.hits == 0
+
+
+def _env(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    container = obj["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    return container.setdefault("env", [])  # type: ignore[no-any-return]
+
+
+def test_the_namespace_is_read_only_where_a_configmap_is_named(fresh: Engine) -> None:
+    here = _owned(pytorchjob())
+    there = copy.deepcopy(here)
+    there["metadata"]["namespace"] = "elsewhere"
+    assert memo.Memo().key(here, {}) == memo.Memo().key(there, {})
+    for obj in (here, there):
+        _env(obj).append({"name": "NCCL_DEBUG", "valueFrom": {"configMapKeyRef": {"name": "n", "key": "k"}}})
+    assert memo.Memo().key(here, {}) != memo.Memo().key(there, {})
+    # where the ConfigMap cannot be read, the finding names it with the namespace: a hit would misreport
+    texts = [" ".join(u for f in fresh.evaluate(o).results for u in f.unresolved) for o in (here, there)]
+    assert "elsewhere/n" in texts[1] and "elsewhere/n" not in texts[0]
+
+
+def test_an_unowned_object_is_remembered_where_asked() -> None:
+    engine = build_engine(Settings())
+    assert engine.memo is not None
+    engine.memo.unowned = True
+    first = pytorchjob()
+    assert engine.memo.key(first, {}) is not None
+    other = _elsewhere(first)
+    del other["metadata"]["ownerReferences"]
+    engine.evaluate(first)
+    found = engine.evaluate(other)
+    assert engine.memo.hits == 1
+    fresh = build_engine(Settings())
+    fresh.memo = None
+    assert found == fresh.evaluate(other)

@@ -8,6 +8,9 @@ the next one. Everything that needs the API or the audit's state stays here: Con
 before an object is sent, and results, gaps and notes are recorded in listing order (a queue of what is in
 flight), so the report is the one a single process writes. Every controller is recorded before the first
 Pod is checked for an owner. Two pages at most wait in the workers' hands, so memory stays flat.
+
+The engine remembers every workload it evaluates, not only those a controller made (kubegap.memo): a
+cluster holds one chart's or pipeline's copies under many names and namespaces, each evaluated once.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from kubegap.audit.spool import FINDINGS, Keep, Rows, Spool
 from kubegap.audit.transport import ApiFailure, TransportError
 from kubegap.audit.verdict import Offender, Unevaluated, Verdict, judge, verdict_of
 from kubegap.audit.workers import Outcome, Workers
-from kubegap.evaluate import Evaluation, Evaluator
+from kubegap.evaluate import Engine, Evaluation, Evaluator
 from kubegap.findings import ObjectRef, Summary
 from kubegap.kinds import SUPPORTED_KINDS
 from kubegap.workloads import KindInfo
@@ -84,6 +87,8 @@ class Auditor:
         keep: Keep = FINDINGS,  # what the spool keeps of each finding: what the report's formats read
     ) -> None:
         self.api, self.engine, self.scope, self.progress = api, engine, scope, progress
+        if isinstance(engine, Engine) and engine.memo is not None:
+            engine.memo.unowned = True  # a cluster holds one chart's copies in many namespaces (kubegap.memo)
         self.kinds = tuple(kinds)  # a subset when the caller asks about some kinds only
         self.evaluation_timeout, self.top = evaluation_timeout, top
         self.coverage = Coverage(requests=api.stats, scope=scope.to_json())

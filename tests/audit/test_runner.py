@@ -329,3 +329,17 @@ def test_a_policy_over_its_cost_budget_is_an_error_finding_and_the_audit_goes_on
 def pod_in(name: str, obj: dict[str, Any]) -> dict[str, Any]:
     obj["metadata"] = {"name": name, "namespace": "ml"}
     return obj
+
+
+def test_copies_of_one_workload_across_namespaces_are_evaluated_once(
+    cluster: dict[str, Any], kubeconfig: Path
+) -> None:
+    engine = build_engine(Settings())
+    result = Auditor(Api(connect(str(kubeconfig), None)), engine, AuditScope()).run()
+    assert engine.memo is not None and engine.memo.hits >= JOBS - 1, "seven equal jobs in three namespaces"
+    fresh = build_engine(Settings())
+    fresh.memo = None
+    for job in cluster["jobs"]:
+        mine = sorted(f.key() for f in result.spool.findings() if f.object.name == job["metadata"]["name"])
+        assert mine == sorted(f.key() for f in fresh.evaluate(job).results if f.result is not Result.PASS)
+    result.spool.close()
