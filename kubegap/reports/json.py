@@ -12,17 +12,53 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from kubegap.findings import Finding
+from kubegap.findings import Finding, ObjectRef
+from kubegap.records import fields_of
 from kubegap.reports.report import Report
 
 # No indent: the C encoder only runs without one, and this output is for machines (pipe to `jq`). One
 # encoder for every finding: `json.dumps` with an option builds a new one per call.
 _dump = json.JSONEncoder(ensure_ascii=False).encode
 
+# A priced finding's text around its object, by the id of its impact: the copies of a finding the audit
+# tells of other objects (kubegap.memo) share every field but the object, and writing it anew was most of
+# an audit worker's time once those copies were remembered (0.62 s for 19,000 findings of 6,000 objects,
+# 0.41 s of it the impacts). The entry holds the impact, so its id is not reused while it is kept.
+_COPIES: dict[int, tuple[tuple[Any, ...], tuple[Any, ...], str, str]] = {}
+_COPIES_KEPT = 1024
+_NAMES, _VALUES = fields_of(Finding)
+_AT = _NAMES.index("object")
+# Before the object come only strings, and a `"` inside a string is escaped: the first of these is the key.
+_OBJECT_KEY = '"object": '
+
 
 def finding_text(finding: Finding) -> str:
     """One finding's JSON, as the report lists it."""
-    return _dump(finding.to_json())
+    if finding.impact is None:
+        return _dump(finding.to_json())
+    values = _VALUES(finding)
+    head, tail = values[:_AT], values[_AT + 1 :]
+    found = _COPIES.get(id(finding.impact))
+    if found is not None and found[0] == head and found[1] == tail:  # all but the object: same text
+        return found[2] + _object_text(finding.object) + found[3]
+    text = _dump(finding.to_json())
+    start = text.index(_OBJECT_KEY) + len(_OBJECT_KEY)
+    end = start + len(_object_text(finding.object))
+    if len(_COPIES) >= _COPIES_KEPT:
+        _COPIES.clear()
+    _COPIES[id(finding.impact)] = (head, tail, text[:start], text[end:])
+    return text
+
+
+_last_object: tuple[ObjectRef | None, str] = (None, "")  # an object's findings come one after another
+
+
+def _object_text(ref: ObjectRef) -> str:
+    global _last_object
+    last = _last_object  # one read: another thread may replace it
+    if last[0] is not ref:
+        last = _last_object = (ref, _dump(ref.to_json()))
+    return last[1]
 
 
 def render(report: Report) -> Iterator[str]:

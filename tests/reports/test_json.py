@@ -1,0 +1,69 @@
+"""`--format json`'s finding texts: with the text of a finding's copies kept (kubegap.reports.json), each
+is exactly one `json.dumps` of the finding, however its message is written and whatever it shares."""
+
+from __future__ import annotations
+
+import json
+
+from kubegap.config import Settings
+from kubegap.evaluate import build_engine
+from kubegap.findings import Finding, ObjectRef, moved_to
+from kubegap.records import changed
+from kubegap.reports import json as json_report
+from tests.test_evaluate import pytorchjob
+
+
+def _priced() -> list[Finding]:
+    found = [f for f in build_engine(Settings()).evaluate(pytorchjob()).findings if f.impact is not None]
+    assert len(found) >= 2
+    return found
+
+
+def _expected(finding: Finding) -> str:
+    return json.dumps(finding.to_json(), ensure_ascii=False)
+
+
+def test_a_priced_finding_reads_as_one_dump_even_when_its_text_spells_the_impact_key() -> None:
+    hostile = ['"object": {"kind": "X"}', '", "object": {', "\\", "é ✓ \u2028"]
+    for finding in _priced():
+        for text in hostile:
+            tricky = changed(finding, message=text, remediation=text, unresolved=(text,))
+            assert json_report.finding_text(tricky) == _expected(tricky)
+            assert json.loads(json_report.finding_text(tricky))["impact"] == finding.impact.to_json()  # type: ignore[union-attr]
+
+
+def test_copies_share_a_text_and_each_names_its_own_object() -> None:
+    findings = _priced()
+    json_report._COPIES.clear()
+    texts = [json_report.finding_text(f) for f in findings]
+    kept = len(json_report._COPIES)
+    for name in ("copy", "another"):
+        moved = moved_to(findings, ObjectRef("kubeflow.org/v1", "PyTorchJob", "elsewhere", name))
+        assert [json_report.finding_text(f) for f in moved] == [_expected(f) for f in moved]
+        assert len(json_report._COPIES) == kept, "a copy's text is its original's around the object"
+        assert texts != [json_report.finding_text(f) for f in moved]
+
+
+def test_a_finding_that_shares_an_impact_but_differs_elsewhere_has_its_own_text() -> None:
+    findings = _priced()
+    json_report._COPIES.clear()
+    for finding in findings:
+        json_report.finding_text(finding)
+        for other in (
+            changed(finding, message="another message"),
+            changed(finding, path="spec.other"),
+            changed(finding, unresolved=("a Secret",)),
+            changed(finding, roles=("Master", "Worker")),
+        ):
+            assert json_report.finding_text(other) == _expected(other)
+            assert json_report.finding_text(finding) == _expected(finding)
+
+
+def test_the_texts_kept_are_bounded() -> None:
+    finding = _priced()[0]
+    assert finding.impact is not None
+    json_report._COPIES.clear()
+    for index in range(json_report._COPIES_KEPT * 2 + 5):
+        own = changed(finding, impact=changed(finding.impact, saved=float(index)))
+        assert json_report.finding_text(own) == _expected(own)
+        assert len(json_report._COPIES) <= json_report._COPIES_KEPT
