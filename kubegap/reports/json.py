@@ -64,8 +64,16 @@ def _object_text(ref: ObjectRef) -> str:
 def render(report: Report) -> Iterator[str]:
     yield '{"findings": ['
     texts = report.texts if report.texts is not None else map(finding_text, report.findings)
-    for index, text in enumerate(texts):
-        yield (", " if index else "") + text
+    # written 256 at a time: one write per finding was 0.3 s of a 50,000-object audit's last second
+    pending: list[str] = []
+    separator = ""
+    for text in texts:
+        pending.append(text)
+        if len(pending) == 256:
+            yield separator + ", ".join(pending)
+            pending, separator = [], ", "
+    if pending:
+        yield separator + ", ".join(pending)
     yield "]"
     extra: dict[str, Any] = {"summary": report.summary.to_json()}
     if report.audit is not None:

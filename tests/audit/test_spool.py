@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from kubegap.audit import spool as spool_module
 from kubegap.audit.spool import Keep, Spool
 from kubegap.config import Settings
 from kubegap.evaluate import build_engine
@@ -67,3 +68,17 @@ def test_a_spool_gives_only_what_it_keeps() -> None:
 )
 def test_the_spool_keeps_what_the_formats_read(formats: list[str], policyreports: bool, keep: Keep) -> None:
     assert Keep.for_formats(formats, policyreports) == keep
+
+
+def test_rows_waiting_to_be_inserted_are_read_in_order() -> None:
+    findings = _findings()
+    spool = Spool(Keep(findings=True, json=True))
+    added: list[Finding] = []
+    for round_ in range(3):  # across the insert batch, and a read between adds
+        for _ in range(spool_module._PENDING // len(findings) + round_):
+            spool.add(findings)
+            added += findings
+        assert spool.count == len(added)
+        assert list(spool.findings()) == added
+        assert list(spool.texts()) == [finding_text(f) for f in added]
+    spool.close()

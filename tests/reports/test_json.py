@@ -7,9 +7,10 @@ import json
 
 from kubegap.config import Settings
 from kubegap.evaluate import build_engine
-from kubegap.findings import Finding, ObjectRef, moved_to
+from kubegap.findings import Finding, ObjectRef, Summary, moved_to
 from kubegap.records import changed
 from kubegap.reports import json as json_report
+from kubegap.reports.report import Report
 from tests.test_evaluate import pytorchjob
 
 
@@ -67,3 +68,16 @@ def test_the_texts_kept_are_bounded() -> None:
         own = changed(finding, impact=changed(finding.impact, saved=float(index)))
         assert json_report.finding_text(own) == _expected(own)
         assert len(json_report._COPIES) <= json_report._COPIES_KEPT
+
+
+def test_a_report_of_many_findings_is_one_dump() -> None:
+    priced = _priced()
+    findings = [changed(f, message=f"{f.message} #{i}") for i in range(300) for f in priced]
+    assert len(findings) > 512  # across the batches the report is written in
+    summary = Summary()
+    summary.add(findings)
+    whole = json.dumps({"findings": [f.to_json() for f in findings]}, ensure_ascii=False)
+    for report in (Report(findings, summary), Report(findings, summary, texts=map(_expected, findings))):
+        text = "".join(json_report.render(report))
+        assert text.startswith(whole[:-1])
+        assert json.loads(text)["findings"] == [f.to_json() for f in findings]
