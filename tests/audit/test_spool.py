@@ -10,6 +10,7 @@ from kubegap.audit.spool import Keep, Spool
 from kubegap.config import Settings
 from kubegap.evaluate import build_engine
 from kubegap.findings import Finding
+from kubegap.records import changed
 from kubegap.reports.json import finding_text
 from tests.test_evaluate import pytorchjob
 
@@ -81,4 +82,15 @@ def test_rows_waiting_to_be_inserted_are_read_in_order() -> None:
         assert spool.count == len(added)
         assert list(spool.findings()) == added
         assert list(spool.texts()) == [finding_text(f) for f in added]
+    spool.close()
+
+
+def test_texts_come_back_as_written_whatever_they_hold() -> None:
+    findings = [changed(f, message=m) for f in _findings() for m in ("a\u2028b\u0085c", "x\ud800y", "é\r\nz")]
+    spool = Spool(Keep(findings=False, json=True))
+    spool.add(findings)
+    first = list(spool.texts())
+    spool.add(findings[:1])
+    assert list(spool.texts()) == [*first, finding_text(findings[0])]
+    assert first == [finding_text(f) for f in findings]
     spool.close()
