@@ -221,3 +221,24 @@ def test_an_unowned_object_is_remembered_where_asked() -> None:
     fresh = build_engine(Settings())
     fresh.memo = None
     assert found == fresh.evaluate(other)
+
+
+def test_equal_content_gives_one_digest_however_it_was_built() -> None:
+    import json
+
+    text = json.dumps(_owned(pytorchjob()))
+    first, second = json.loads(text), json.loads(text)
+    shared = json.loads(text)  # the replicas' equal trainers as one dict referenced twice
+    specs = [t["template"]["spec"]["containers"] for t in shared["spec"]["pytorchReplicaSpecs"].values()]
+    assert specs[0][0] == specs[1][0]
+    specs[1][0] = specs[0][0]
+    kept = memo.Memo()
+    assert kept.key(first, {}) == kept.key(second, {}) == kept.key(shared, {})
+    second["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 2.0  # a float is not the integer 2
+    assert kept.key(second, {}) != kept.key(first, {})
+
+
+def test_a_value_no_digest_can_hold_is_evaluated_not_remembered() -> None:
+    obj = _owned(pytorchjob())
+    obj["spec"]["note"] = object()
+    assert memo.Memo().key(obj, {}) is None
