@@ -25,15 +25,15 @@ class _Listed:
         return self._result.spool.findings("listed")
 
 
-class _Texts:
-    """Their JSON texts, made where each finding was (kubegap.audit.spool), in the same order; read again
-    by each output that asks for JSON."""
+class _Joined:
+    """Their JSON texts, made where each finding was (kubegap.audit.spool), in the same order and joined as
+    the JSON report lists them; read again by each output that asks for JSON."""
 
     def __init__(self, spool: Spool) -> None:
         self._spool = spool
 
     def __iter__(self) -> Iterator[str]:
-        return self._spool.texts()
+        return self._spool.joined()
 
 
 def report(result: AuditResult, cluster: str = "", policies: Sequence[Policy] = ()) -> Report:
@@ -45,5 +45,5 @@ def report(result: AuditResult, cluster: str = "", policies: Sequence[Policy] = 
         workloads=[o.cost for o in result.offenders if o.cost is not None],
         audit=result,
         cluster=cluster,
-        texts=_Texts(result.spool) if result.spool.keep.json else None,
+        findings_json=_Joined(result.spool) if result.spool.keep.json else None,
     )

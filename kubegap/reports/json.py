@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from itertools import islice
 from typing import Any
 
 from kubegap.findings import Finding, ObjectRef
@@ -63,17 +64,10 @@ def _object_text(ref: ObjectRef) -> str:
 
 def render(report: Report) -> Iterator[str]:
     yield '{"findings": ['
-    texts = report.texts if report.texts is not None else map(finding_text, report.findings)
-    # written 256 at a time: one write per finding was 0.3 s of a 50,000-object audit's last second
-    pending: list[str] = []
-    separator = ""
-    for text in texts:
-        pending.append(text)
-        if len(pending) == 256:
-            yield separator + ", ".join(pending)
-            pending, separator = [], ", "
-    if pending:
-        yield separator + ", ".join(pending)
+    if report.findings_json is not None:
+        yield from report.findings_json
+    else:
+        yield from _joined(map(finding_text, report.findings))
     yield "]"
     extra: dict[str, Any] = {"summary": report.summary.to_json()}
     if report.audit is not None:
@@ -84,3 +78,12 @@ def render(report: Report) -> Iterator[str]:
     for key, value in extra.items():
         yield f", {_dump(key)}: {_dump(value)}"
     yield "}\n"
+
+
+def _joined(texts: Iterator[str]) -> Iterator[str]:
+    """Texts separated by ", ", 256 at a time: one write per finding was 0.3 s of a 50,000-object audit's
+    last second."""
+    separator = ""
+    while batch := list(islice(texts, 256)):
+        yield separator + ", ".join(batch)
+        separator = ", "

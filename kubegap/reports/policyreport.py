@@ -25,6 +25,7 @@ import yaml
 
 from kubegap.findings import Finding, Result
 from kubegap.kinds import kind_info
+from kubegap.reports.registry import writable
 from kubegap.reports.report import Report
 
 if TYPE_CHECKING:
@@ -246,7 +247,21 @@ def documents(reports: Iterable[Mapping[str, Any]]) -> Iterator[str]:
     """One YAML document per report, ready for `kubectl apply -f -`."""
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     for report in reports:
-        yield "---\n" + yaml.dump(dict(report), Dumper=dumper, sort_keys=False, allow_unicode=True, width=100)
+        try:
+            text = yaml.dump(dict(report), Dumper=dumper, sort_keys=False, allow_unicode=True, width=100)
+        except UnicodeEncodeError:  # a lone surrogate from the cluster's JSON: written as U+FFFD
+            text = yaml.dump(_writable(report), Dumper=dumper, sort_keys=False, allow_unicode=True, width=100)
+        yield "---\n" + text
+
+
+def _writable(value: Any) -> Any:
+    if isinstance(value, str):
+        return writable(value)
+    if isinstance(value, Mapping):
+        return {_writable(k): _writable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_writable(v) for v in value]
+    return value
 
 
 def write_yaml(reports: Iterable[Mapping[str, Any]], out: TextIO) -> None:

@@ -13,6 +13,7 @@ fails when a module of this package is neither a format nor listed in `SUPPORT`.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,7 +83,21 @@ def render(name: str, report: Report) -> Iterator[str]:
 
 def write(out: TextIO, name: str, report: Report) -> None:
     for piece in render(name, report):
-        out.write(piece)
+        try:
+            out.write(piece)  # encodes the whole piece before writing any of it
+        except UnicodeEncodeError:
+            out.write(writable(piece, json_text=name == "json"))
+
+
+# A JSON string (an object the cluster or a review sent) may hold a lone surrogate, which no UTF-8 output
+# can: JSON writes it as its escape, which reads back as it was; every other format as U+FFFD.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def writable(text: str, json_text: bool = False) -> str:
+    if json_text:
+        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def write_file(path: str, name: str, report: Report) -> None:

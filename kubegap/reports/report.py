@@ -33,6 +33,7 @@ class Report:
     fixable: Callable[[], str | None] | None = None  # lint: what `kubegap fix` could settle
     audit: AuditResult | None = None  # the audit's coverage, offenders and per-namespace counts
     cluster: str = ""  # the audited API server
-    # Each finding's JSON text (kubegap.reports.json), in the order of `findings`, where the audit made
-    # them beside the findings (kubegap.audit.spool); None: the JSON format encodes the findings itself.
-    texts: Iterable[str] | None = None
+    # The JSON report's list of findings: each finding's JSON text (kubegap.reports.json) in the order of
+    # `findings`, separated by ", ", in pieces, where the audit made them beside the findings
+    # (kubegap.audit.spool); None: the JSON format encodes the findings itself.
+    findings_json: Iterable[str] | None = None

@@ -26,6 +26,7 @@ from urllib.parse import quote
 from kubegap.findings import Finding, Result
 from kubegap.policy import Policy
 from kubegap.reports import sarifrules
+from kubegap.reports.registry import writable
 from kubegap.reports.report import Report
 from kubegap.reports.sariflog import (
     ArtifactLocation,
@@ -50,7 +51,6 @@ SOURCE_ROOT = "%SRCROOT%"
 STDIN_NAME = "<stdin>"  # the name lint gives to stdin without `# Source:` lines: no file to point at
 
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:/")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def render(report: Report) -> Iterator[str]:
@@ -94,8 +94,8 @@ def _log(
     log: Log = {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
     # Compact: the C encoder is ~10x faster than indented output, and SARIF is read by tools, not people.
     text = json.dumps(log, ensure_ascii=False, separators=(",", ":")) + "\n"
-    # A lone surrogate (from a JSON or YAML escape) cannot be written as UTF-8: show it as U+FFFD.
-    return _LONE_SURROGATE.sub("\ufffd", text)
+    # A lone surrogate (from a JSON escape) cannot be written as UTF-8: shown as U+FFFD.
+    return writable(text)
 
 
 def unlocated(results: Sequence[Finding]) -> int:

@@ -64,3 +64,19 @@ def test_policyreports_are_what_the_crd_accepts(
     assert {d["kind"] for d in docs} == {"PolicyReport", "ClusterPolicyReport"}
     for doc in docs:
         jsonschema.validate(doc, schema, cls=jsonschema.Draft202012Validator)
+
+
+def test_a_lone_surrogate_from_the_cluster_is_written_not_a_crash(
+    capsys: pytest.CaptureFixture[str], apiserver: ApiServer, kubeconfig: Path, tmp_path: Path
+) -> None:
+    # A JSON string may escape half a surrogate pair, which no UTF-8 file can hold as it is.
+    name = "job-\ud800"
+    apiserver.load([pytorchjob(name, namespace="ml")])
+    paths = {f: tmp_path / f"audit.{f}" for f in ("json", "text", "sarif", "junit", "policyreport")}
+    argv = [a for f, p in paths.items() for a in ("--output", f"{f}={p}")]
+    code, _, err = run(capsys, "--kubeconfig", str(kubeconfig), *argv)
+    assert code == 1, err
+    findings = json.loads(paths["json"].read_text("utf-8"))["findings"]
+    assert findings and {f["object"]["name"] for f in findings} == {name}  # read back as it was
+    for fmt in ("text", "sarif", "junit", "policyreport"):
+        assert "job-\ufffd" in paths[fmt].read_text("utf-8"), fmt

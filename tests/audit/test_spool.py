@@ -36,10 +36,10 @@ def test_the_json_texts_come_back_in_listing_order_beside_the_findings() -> None
     spool = Spool(Keep(findings=True, json=True))
     spool.add(findings, "uid-1")
     spool.add(findings[:1], None)
-    texts, back = list(spool.texts()), list(spool.findings())
+    joined, back = "".join(spool.joined()), list(spool.findings())
     spool.close()
     assert back == [*findings, findings[0]]
-    assert texts == [finding_text(f) for f in back] and len(set(texts)) == len(findings)
+    assert joined == _listed(back) and len({finding_text(f) for f in back}) == len(findings)
 
 
 def test_a_spool_gives_only_what_it_keeps() -> None:
@@ -47,11 +47,11 @@ def test_a_spool_gives_only_what_it_keeps() -> None:
     texts_only, findings_only = Spool(Keep(findings=False, json=True)), Spool()
     for spool in (texts_only, findings_only):
         spool.add(findings)
-    assert list(texts_only.texts()) == [finding_text(f) for f in findings]
+    assert "".join(texts_only.joined()) == _listed(findings)
     with pytest.raises(RuntimeError, match="keeps no findings"):
         next(texts_only.findings())
     with pytest.raises(RuntimeError, match="keeps no JSON texts"):
-        next(findings_only.texts())
+        next(findings_only.joined())
     texts_only.close()
     findings_only.close()
 
@@ -81,16 +81,25 @@ def test_rows_waiting_to_be_inserted_are_read_in_order() -> None:
             added += findings
         assert spool.count == len(added)
         assert list(spool.findings()) == added
-        assert list(spool.texts()) == [finding_text(f) for f in added]
+        assert "".join(spool.joined()) == _listed(added)
     spool.close()
 
 
-def test_texts_come_back_as_written_whatever_they_hold() -> None:
-    findings = [changed(f, message=m) for f in _findings() for m in ("a\u2028b\u0085c", "x\ud800y", "é\r\nz")]
+@pytest.mark.parametrize("block", [1, 2, 3, 7, 64, 1 << 20])
+def test_texts_come_back_as_written_whatever_they_hold(monkeypatch: pytest.MonkeyPatch, block: int) -> None:
+    # read in blocks that split every character, the line breaks and the separators somewhere
+    monkeypatch.setattr(spool_module, "_BLOCK", block)
+    messages = ("a\u2028b\u0085c", "x\ud800y", "é\r\nz😀")
+    findings = [changed(f, message=m) for f in _findings() for m in messages]
     spool = Spool(Keep(findings=False, json=True))
-    spool.add(findings)
-    first = list(spool.texts())
+    assert "".join(spool.joined()) == ""
     spool.add(findings[:1])
-    assert list(spool.texts()) == [*first, finding_text(findings[0])]
-    assert first == [finding_text(f) for f in findings]
+    assert "".join(spool.joined()) == finding_text(findings[0])
+    spool.add(findings)
+    assert "".join(spool.joined()) == _listed([findings[0], *findings])
     spool.close()
+
+
+def _listed(findings: list[Finding]) -> str:
+    """The JSON report's list of these findings, without its brackets."""
+    return ", ".join(map(finding_text, findings))

@@ -77,7 +77,8 @@ def test_a_report_of_many_findings_is_one_dump() -> None:
     summary = Summary()
     summary.add(findings)
     whole = json.dumps({"findings": [f.to_json() for f in findings]}, ensure_ascii=False)
-    for report in (Report(findings, summary), Report(findings, summary, texts=map(_expected, findings))):
+    joined = [", ".join(map(_expected, findings))]
+    for report in (Report(findings, summary), Report(findings, summary, findings_json=joined)):
         text = "".join(json_report.render(report))
         assert text.startswith(whole[:-1])
         assert json.loads(text)["findings"] == [f.to_json() for f in findings]
