@@ -106,8 +106,9 @@ class Auditor:
 
     def run(self) -> AuditResult:
         try:
-            keep = self.result.spool.keep
-            workers = _start(self.engine, self.jobs, self.evaluation_timeout, keep) if self.jobs > 1 else None
+            workers = None
+            if self.jobs > 1:
+                workers = _start(self.engine, self.jobs, self.evaluation_timeout, self.result.spool)
             if workers is not None:
                 self._flight = Flight(workers, self._judge, self._settle, 2 * self.scope.page_size)
             self._discover()
@@ -267,7 +268,7 @@ class Auditor:
         result = self.result
         result.summary.merge(verdict.tally)
         result.by_namespace.setdefault(verdict.ref.namespace, Counter()).update(verdict.tally.results)
-        result.spool.add_rows(verdict.rows, uid if isinstance(uid, str) else None)
+        result.spool.add_rows(verdict.rows, uid if isinstance(uid, str) else None, verdict.span)
         result.by_rule.update(verdict.failing)
 
     def tally_evaluation(self, evaluation: Evaluation) -> None:
@@ -299,9 +300,9 @@ def _reason(failure: ApiFailure, served: ServedKind, namespace: str | None, rest
     return f"failed: {failure.code} {failure.reason}: {failure.detail}"
 
 
-def _start(engine: Evaluator, jobs: int, timeout: float, keep: Keep) -> Workers | None:
+def _start(engine: Evaluator, jobs: int, timeout: float, spool: Spool) -> Workers | None:
     try:
-        return Workers(engine, jobs, timeout, keep)
+        return Workers(engine, jobs, timeout, spool.keep, spool.text_file if spool.keep.json else None)
     except OSError as exc:  # no process to fork (a pid limit): the audit is the same, only slower
         log.warning("cannot start %d audit workers (%s); evaluating in this process", jobs, exc)
         return None

@@ -8,9 +8,10 @@ on one core, docs/speed.md). An audit that writes JSON alone keeps no pickled fi
 
 Pickled findings go to a private temporary SQLite database, from which reports read them back in the
 order they need (by namespace for PolicyReports, worst first for text) without holding them all. JSON
-texts are only ever read in listing order, so they are appended to a temporary file, one line each (the
+texts are only ever read in listing order, so they are appended to temporary files, one line each (the
 encoder escapes every line break): a 50,000-object audit writes about 200 MB of them, and SQLite took
-about an eighth of the audit process's time to store them. Both are deleted on close.
+about an eighth of the audit process's time to store them. Each worker writes its own file, and the
+spool keeps where each object's texts are, in listing order. All are deleted on close.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import os
 import pickle
 import sqlite3
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 
@@ -56,6 +57,49 @@ _PENDING = 512  # rows inserted together: about a page's findings, under a megab
 _BLOCK = 1 << 20  # bytes of JSON texts read at a time
 
 
+# Where one object's JSON texts are: (the TextFile's key, offset, length in bytes)
+Span = tuple[int, int, int]
+
+
+class TextFile:
+    """JSON texts appended to a temporary file, one line each, by the one process that writes it: the
+    audit's own, or one opened for a worker before it forks, which the worker writes and the audit reads
+    (kubegap.audit.workers). A worker's texts never travel back through its pipe: at 50,000 objects
+    they are 215 MB, which the audit unpickled, encoded and wrote again (measured in docs/speed.md)."""
+
+    def __init__(self, key: int) -> None:
+        self.key = key
+        self._file = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
+        self._staged: list[bytes] = []
+        self._written = self._size = 0
+
+    def append(self, texts: Iterable[str]) -> Span:
+        # a lone surrogate (JSON input may hold one) is carried through as it came, as it is read
+        data = "".join(f"{text}\n" for text in texts).encode("utf-8", "surrogatepass")
+        start = self._size
+        self._staged.append(data)
+        self._size += len(data)
+        if self._size - self._written >= _BLOCK:
+            self.flush()
+        return self.key, start, len(data)
+
+    def flush(self) -> None:
+        """Write what is staged: before a worker sends the spans, before the audit reads them."""
+        if self._staged:
+            os.pwrite(self._file.fileno(), b"".join(self._staged), self._written)
+            self._staged, self._written = [], self._size
+
+    def read(self, offset: int, length: int) -> Iterator[bytes]:
+        # read by position: a worker's file is shared with the worker, and its position with it
+        end = offset + length
+        while offset < end and (block := os.pread(self._file.fileno(), min(_BLOCK, end - offset), offset)):
+            offset += len(block)
+            yield block
+
+    def close(self) -> None:
+        self._file.close()
+
+
 class Spool:
     def __init__(self, keep: Keep = FINDINGS) -> None:
         self.keep = keep
@@ -67,7 +111,10 @@ class Spool:
             "CREATE TABLE findings (seq INTEGER PRIMARY KEY, ns TEXT NOT NULL, kind TEXT, name TEXT,"
             " rank INTEGER, uid TEXT, blob BLOB)"
         )
-        self._texts = tempfile.TemporaryFile() if keep.json else None  # noqa: SIM115 (closed by close())
+        # JSON texts: the audit's own file first, then one per worker; the texts in listing order are
+        # these spans, each a run of one file's lines (a worker's chunk is one run).
+        self._files = [TextFile(0)] if keep.json else []
+        self._spans: list[list[int]] = []
         self.count = 0
         self._rows = Rows(keep)
         # Rows wait here and go in together: one INSERT call per object cost about 20 µs, as much as the
@@ -77,13 +124,25 @@ class Spool:
     def add(self, findings: Iterable[Finding], uid: str | None = None) -> None:
         self.add_rows([self._rows.of(f) for f in findings], uid)
 
-    def add_rows(self, rows: Iterable[Row], uid: str | None = None) -> None:
-        """Findings already made into rows by `Rows.of` (an audit worker makes them beside the evaluation)."""
+    def text_file(self) -> TextFile:
+        """A file of JSON texts for a worker to write; `add_rows` takes the spans it tells of."""
+        if not self.keep.json:
+            raise RuntimeError("this audit's spool keeps no JSON texts")
+        self._files.append(TextFile(len(self._files)))
+        return self._files[-1]
+
+    def add_rows(self, rows: Iterable[Row], uid: str | None = None, span: Span | None = None) -> None:
+        """Findings already made into rows by `Rows.of` (an audit worker makes them beside the evaluation);
+        `span`: where a worker wrote their JSON texts, which the rows then leave out."""
         rows = list(rows)
         self.count += len(rows)
-        if self._texts is not None and rows:
-            # a lone surrogate (JSON input may hold one) is carried through as it came, as it is read
-            self._texts.write("".join(f"{r[5]}\n" for r in rows).encode("utf-8", "surrogatepass"))
+        if self._files and rows:
+            key, start, length = span or self._files[0].append(r[5] or "" for r in rows)
+            last = self._spans[-1] if self._spans else None
+            if last is not None and last[0] == key and last[1] + last[2] == start:
+                last[2] += length  # a run of one file, as a worker's chunk is
+            else:
+                self._spans.append([key, start, length])
         if self.keep.findings:
             # SQLite takes only UTF-8: a lone surrogate is sorted by as U+FFFD (the finding keeps it)
             if uid is not None and not uid.isascii():
@@ -109,19 +168,18 @@ class Spool:
         pieces of about `_BLOCK` bytes. Read a block at a time, not a text at a time: the 215 MB of a
         50,000-object audit took 0.42 s to split, decode and join text by text, 0.16 s this way, and this is
         the audit's last, serial step (measured)."""
-        if self._texts is None:
+        if not self._files:
             raise RuntimeError("this audit's spool keeps no JSON texts")
-        self._texts.flush()
+        self._files[0].flush()
         # A line break is one byte of its own in UTF-8 and escaped inside JSON strings, so each one is the
         # end of a text; the decoder holds a character split between two blocks until the next.
         decoder = codecs.getincrementaldecoder("utf-8")("surrogatepass")
-        descriptor, offset, held = self._texts.fileno(), 0, ""
-        # read by position, so that reading leaves the end where texts are written
-        while block := os.pread(descriptor, _BLOCK, offset):
-            offset += len(block)
-            if held:
-                yield held
-            held = decoder.decode(block.replace(b"\n", b", "))
+        held = ""
+        for key, start, length in self._spans:
+            for block in self._files[key].read(start, length):
+                if held:
+                    yield held
+                held = decoder.decode(block.replace(b"\n", b", "))
         if held[:-2]:
             yield held[:-2]  # the last text's separator
 
@@ -148,8 +206,8 @@ class Spool:
 
     def close(self) -> None:
         self._db.close()
-        if self._texts is not None:
-            self._texts.close()
+        for file in self._files:
+            file.close()
 
 
 # namespace, kind, name, rank, the finding pickled, its JSON text (each None where it is not kept)
@@ -157,17 +215,32 @@ Row = tuple[str, str, str, int, bytes | None, str | None]
 
 
 class Rows:
-    """Makes a finding into a spool row, keeping what `keep` says: in an audit worker, or the audit."""
+    """Makes findings into spool rows, keeping what `keep` says: in an audit worker, or the audit. Given a
+    `TextFile` (a worker's), their JSON texts are written there and the rows leave them out."""
 
-    def __init__(self, keep: Keep) -> None:
+    def __init__(self, keep: Keep, texts: TextFile | None = None) -> None:
         self._blobs = Blobs() if keep.findings else None
         self._json = keep.json
+        self._texts = texts if keep.json else None
 
     def of(self, finding: Finding) -> Row:
+        return self._row(finding, finding_text(finding) if self._json else None)
+
+    def made(self, findings: Sequence[Finding]) -> tuple[tuple[Row, ...], Span | None]:
+        """One object's findings as rows, and where their texts went if not in the rows."""
+        if self._texts is None or not findings:
+            return tuple(map(self.of, findings)), None
+        span = self._texts.append(map(finding_text, findings))
+        return tuple(self._row(f, None) for f in findings), span
+
+    def _row(self, finding: Finding, text: str | None) -> Row:
         o = finding.object
         blob = self._blobs.dumps(finding) if self._blobs is not None else None
-        text = finding_text(finding) if self._json else None
         return (o.namespace or "", o.kind, o.name, _rank(finding), blob, text)
+
+    def flush(self) -> None:
+        if self._texts is not None:
+            self._texts.flush()
 
 
 def _rank(finding: Finding) -> int:

@@ -2,7 +2,8 @@
 
 An audit worker process sends verdicts back to the audit, so a verdict carries no passes (34 findings for a
 typical object): their counts travel in a per-object `Summary`, and the non-pass findings travel already
-made into spool rows (pickled, JSON text, or both: kubegap.audit.spool). The audit process then only adds
+made into spool rows (pickled, JSON text, or both: kubegap.audit.spool; a worker writes the texts to a
+file of its own, and the verdict says where). The audit process then only adds
 them up, and every report stays the same as when the whole `Evaluation` was recorded.
 """
 
@@ -14,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubegap.audit.spool import Row, Rows
+from kubegap.audit.spool import Row, Rows, Span
 from kubegap.evaluate import Context, DeadlineExceeded, Evaluation, Evaluator
 from kubegap.findings import ObjectRef, Result, Severity, Summary, WorkloadCost
 
@@ -39,6 +40,7 @@ class Verdict:
     ref: ObjectRef
     tally: Summary  # this object's results counted, passes included
     rows: tuple[Row, ...]  # the non-pass findings, made into spool rows
+    span: Span | None  # where a worker wrote their JSON texts, which the rows then leave out
     exempted: bool  # at least one result is a skip (an exemption)
     failing: tuple[tuple[str, str, str, str], ...]  # (namespace, policy, rule, severity) per fail or error
     offender: Offender | None  # where something fails
@@ -80,10 +82,12 @@ def verdict_of(evaluation: Evaluation, rows: Rows) -> Verdict:
         cost = evaluation.cost
         lost, gpus = (cost.lost, cost.gpus) if cost else (0.0, evaluation.gpus)
         offender = Offender(lost, worst, len(failing), gpus, evaluation.ref, roles, cost)
+    made, span = rows.made(findings)
     return Verdict(
         evaluation.ref,
         tally,
-        tuple(map(rows.of, findings)),
+        made,
+        span,
         len(failing) < len(findings),
         tuple((f.object.namespace or "", f.policy, f.rule, f.severity.value) for f in failing),
         offender,

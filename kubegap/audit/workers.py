@@ -16,13 +16,13 @@ import pickle
 import queue
 import signal
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
 from kubegap import forked
-from kubegap.audit.spool import FINDINGS, Keep, Rows
+from kubegap.audit.spool import FINDINGS, Keep, Rows, TextFile
 from kubegap.audit.verdict import Unevaluated, Verdict, judge
 from kubegap.blobs import Blobs
 from kubegap.evaluate import Context, Evaluator
@@ -58,8 +58,15 @@ class _Slot:
 
 
 class Workers:
-    def __init__(self, engine: Evaluator, count: int, timeout: float, keep: Keep = FINDINGS) -> None:
-        self.engine, self.timeout, self.keep = engine, timeout, keep
+    def __init__(
+        self,
+        engine: Evaluator,
+        count: int,
+        timeout: float,
+        keep: Keep = FINDINGS,
+        text_file: Callable[[], TextFile] | None = None,  # a file for each worker's JSON texts
+    ) -> None:
+        self.engine, self.timeout, self.keep, self.text_file = engine, timeout, keep, text_file
         self._blobs = Blobs()
         self._slots: list[_Slot] = []
         if _CONTEXT is None:
@@ -79,9 +86,10 @@ class Workers:
         assert _CONTEXT is not None
         tasks = _CONTEXT.Queue()
         receive, send = _CONTEXT.Pipe(duplex=False)
+        texts = self.text_file() if self.text_file is not None else None  # opened here, written there
         process = _CONTEXT.Process(
             target=_serve,
-            args=(self.engine, self.timeout, self.keep, tasks, send, os.getpid()),
+            args=(self.engine, self.timeout, self.keep, texts, tasks, send, os.getpid()),
             name="kubegap-audit-worker",
             daemon=True,  # stopped when the audit exits; a killed audit is noticed in _serve
         )
@@ -160,10 +168,16 @@ def _how(code: int | None) -> str:
 
 
 def _serve(
-    engine: Evaluator, timeout: float, keep: Keep, tasks: Any, results: Connection, parent: int
+    engine: Evaluator,
+    timeout: float,
+    keep: Keep,
+    texts: TextFile | None,
+    tasks: Any,
+    results: Connection,
+    parent: int,
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the audit's: it stops and reaps its workers
-    blobs, rows = Blobs(), Rows(keep)
+    blobs, rows = Blobs(), Rows(keep, texts)
     while os.getppid() == parent:  # else the audit died without stopping us (SIGKILL, SIGTERM)
         try:
             data = tasks.get(timeout=_PARENT_CHECK)
@@ -172,6 +186,6 @@ def _serve(
         if data is None:
             return
         chunk: Chunk = pickle.loads(data)
-        results.send_bytes(
-            blobs.dumps([judge(engine, obj, context, timeout, rows) for obj, context in chunk])
-        )
+        outcomes = [judge(engine, obj, context, timeout, rows) for obj, context in chunk]
+        rows.flush()  # the texts the outcomes tell of are written before the audit reads of them
+        results.send_bytes(blobs.dumps(outcomes))

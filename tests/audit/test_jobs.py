@@ -19,8 +19,10 @@ from kubegap.audit.reader import connect
 from kubegap.audit.retry import Api
 from kubegap.audit.runner import Auditor, AuditResult
 from kubegap.audit.scope import AuditScope
+from kubegap.audit.spool import FINDINGS, Keep
 from kubegap.config import Settings
 from kubegap.evaluate import Context, DeadlineExceeded, Engine, Evaluation
+from kubegap.reports.json import finding_text
 from tests.audit.invoke import run
 from tests.audit.objects import configmap, node, pod, pytorchjob
 from tests.audit.test_runner import _Tampered
@@ -133,9 +135,9 @@ def _die() -> Evaluation:
     os._exit(7)
 
 
-def _audit(kubeconfig: Path, engine: Any, jobs: int = 2, **scope: Any) -> AuditResult:
+def _audit(kubeconfig: Path, engine: Any, jobs: int = 2, keep: Keep = FINDINGS, **scope: Any) -> AuditResult:
     api = Api(connect(str(kubeconfig), None), sleep=lambda _: None)
-    return Auditor(api, engine, AuditScope(**scope), None, jobs=jobs).run()
+    return Auditor(api, engine, AuditScope(**scope), None, jobs=jobs, keep=keep).run()
 
 
 def _kind(result: AuditResult, name: str) -> KindCoverage:
@@ -174,7 +176,7 @@ def test_a_worker_that_dies_loses_only_what_it_held_and_the_audit_goes_on(
     apiserver.load([pytorchjob("poison", namespace="ml")])
     apiserver.load([pytorchjob(n, namespace="ml") for n in names[5:]])
     apiserver.load([pod(f"pod-{i}", "ml") for i in range(4)])
-    result = _audit(kubeconfig, _Rigged(engine, {"poison": _die}), page_size=2)
+    result = _audit(kubeconfig, _Rigged(engine, {"poison": _die}), keep=Keep(json=True), page_size=2)
     jobs, pods = _kind(result, "PyTorchJob"), _kind(result, "Pod")
     assert jobs.seen == 13 and jobs.evaluated + jobs.not_evaluated == 13
     assert 1 <= jobs.not_evaluated <= 6, "two pages in flight, and the page being sent"
@@ -186,6 +188,8 @@ def test_a_worker_that_dies_loses_only_what_it_held_and_the_audit_goes_on(
     assert result.summary.objects == jobs.evaluated + pods.evaluated
     assert (pods.seen, pods.evaluated) == (4, 4), "a new worker took the dead one's place"
     assert result.internal_errors == 0 and not result.coverage.complete
+    # the JSON texts the workers wrote, the dead one's included, are those of the findings recorded
+    assert "".join(result.spool.joined()) == ", ".join(map(finding_text, result.spool.findings()))
     result.spool.close()
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kubegap.audit import spool as spool_module
-from kubegap.audit.spool import Keep, Spool
+from kubegap.audit.spool import Keep, Rows, Spool
 from kubegap.config import Settings
 from kubegap.evaluate import build_engine
 from kubegap.findings import Finding
@@ -103,3 +103,27 @@ def test_texts_come_back_as_written_whatever_they_hold(monkeypatch: pytest.Monke
 def _listed(findings: list[Finding]) -> str:
     """The JSON report's list of these findings, without its brackets."""
     return ", ".join(map(finding_text, findings))
+
+
+def test_texts_a_worker_wrote_are_read_where_it_says_between_the_audits_own() -> None:
+    findings = _findings()
+    keep = Keep(findings=True, json=True)
+    spool = Spool(keep)
+    workers = [Rows(keep, spool.text_file()), Rows(keep, spool.text_file())]
+    added: list[Finding] = []
+    for round_ in range(3):
+        # the two files taking turns at the same offsets, then a run of one file (a chunk)
+        turns = [(rows, f) for f in findings[round_:] for rows in workers]
+        for rows, finding in turns + [(workers[round_ % 2], f) for f in findings]:
+            made, span = rows.made([finding])
+            assert span is not None and made[0][5] is None, "the text is in the file, not the row"
+            spool.add_rows(made, None, span)
+            added.append(finding)
+        spool.add(findings[:2])
+        added += findings[:2]
+    assert workers[0].made([]) == ((), None)
+    for rows in workers:
+        rows.flush()
+    assert "".join(spool.joined()) == _listed(added)
+    assert list(spool.findings()) == added
+    spool.close()
