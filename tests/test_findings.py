@@ -5,7 +5,8 @@ from typing import Any
 
 import pytest
 
-from kubegap.findings import Finding, ObjectRef, Result, Severity, Summary, worst
+from kubegap.enginerules import UNRESOLVED_COUNT
+from kubegap.findings import Counts, Finding, ObjectRef, Result, Severity, Summary, worst
 from tests.support.samples import RECORD_FIELDS
 
 REF = ObjectRef("batch/v1", "Job", "team-a", "train")
@@ -177,3 +178,30 @@ def test_merge_joins_unresolved_like_add() -> None:
     both.add([a, b])
     first.merge(second)
     assert first.unresolved == both.unresolved
+
+
+def test_counts_added_one_object_at_a_time_are_what_adding_the_results_gives() -> None:
+    job = ObjectRef("batch/v1", "Job", "ns", "b")
+    objects = [
+        [
+            finding(Result.PASS),
+            finding(Result.FAIL, Severity.LOW, unresolved=("Secret a",)),
+            finding(Result.FAIL, Severity.HIGH, unresolved=("Secret b", "Secret a")),
+        ],
+        [finding(Result.ERROR, Severity.MEDIUM), finding(Result.SKIP)],
+        [],
+        [
+            Finding("p", "r", Severity.LOW, Result.FAIL, "m", "f", job, unresolved=("Secret j",)),
+            Finding(UNRESOLVED_COUNT, "r", Severity.INFO, Result.SKIP, "", "", job),
+        ],
+        [finding(Result.PASS, unresolved=("Secret c",))],
+    ]
+    added, counted = Summary(), Summary()
+    for results in objects:
+        added.add(results)
+        counted.add_counts(Counts.of(results))
+    assert counted == added and added.unsized == 1
+    assert counted.unresolved == {
+        REF.display(): ["Secret a", "Secret b", "Secret c"],
+        job.display(): ["Secret j"],
+    }

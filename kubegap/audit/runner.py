@@ -266,8 +266,12 @@ class Auditor:
         """What every judged object or cluster unit adds to the report: its results counted, its findings
         spooled, its failing rules."""
         result = self.result
-        result.summary.merge(verdict.tally)
-        result.by_namespace.setdefault(verdict.ref.namespace, Counter()).update(verdict.tally.results)
+        result.summary.add_counts(verdict.tally)
+        namespace = result.by_namespace.get(verdict.ref.namespace)
+        if namespace is None:
+            namespace = result.by_namespace[verdict.ref.namespace] = Counter()
+        for value, count in verdict.tally.results:
+            namespace[value] += count
         result.spool.add_rows(verdict.rows, uid if isinstance(uid, str) else None, verdict.span)
         result.by_rule.update(verdict.failing)
 

@@ -1,7 +1,7 @@
 """One object's evaluation reduced to what the audit records of it, wherever it was evaluated.
 
 An audit worker process sends verdicts back to the audit, so a verdict carries no passes (34 findings for a
-typical object): their counts travel in a per-object `Summary`, and the non-pass findings travel already
+typical object): their counts travel in a per-object `Counts`, and the non-pass findings travel already
 made into spool rows (pickled, JSON text, or both: kubegap.audit.spool; a worker writes the texts to a
 file of its own, and the verdict says where). The audit process then only adds
 them up, and every report stays the same as when the whole `Evaluation` was recorded.
@@ -17,7 +17,7 @@ from typing import Any
 
 from kubegap.audit.spool import Row, Rows, Span
 from kubegap.evaluate import Context, DeadlineExceeded, Evaluation, Evaluator
-from kubegap.findings import ObjectRef, Result, Severity, Summary, WorkloadCost
+from kubegap.findings import Counts, ObjectRef, Result, Severity, WorkloadCost
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -38,7 +38,7 @@ class Offender:
 @dataclass(frozen=True, slots=True)
 class Verdict:
     ref: ObjectRef
-    tally: Summary  # this object's results counted, passes included
+    tally: Counts  # this object's results counted, passes included
     rows: tuple[Row, ...]  # the non-pass findings, made into spool rows
     span: Span | None  # where a worker wrote their JSON texts, which the rows then leave out
     exempted: bool  # at least one result is a skip (an exemption)
@@ -71,8 +71,7 @@ def judge(
 
 
 def verdict_of(evaluation: Evaluation, rows: Rows) -> Verdict:
-    tally = Summary()
-    tally.add(evaluation.results)
+    tally = Counts.of(evaluation.results)
     findings = evaluation.findings
     failing = [f for f in findings if f.result in (Result.FAIL, Result.ERROR)]
     offender = None
