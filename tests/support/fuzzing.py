@@ -230,6 +230,14 @@ def shell_lines(draw: st.DrawFn) -> str:
     return "".join(item + space for item, space in zip(items, spaces, strict=True))
 
 
+def plain_scripts() -> st.SearchStrategy[str]:
+    """Mostly plain words and blanks, with now and then what makes a script more than that (a quote, an
+    escape, an operator, `$(`, a comment, a line break, a blank or a letter that is not ASCII)."""
+    plain = list("ab-=/.$~!<>{}:,_1 \t\r") * 8
+    rare = ["'", '"', "\\", "`", "#", ";", "&", "|", "(", ")", "\n", "\xa0", "\x0b", "é", "\u2028"]
+    return st.text(alphabet=st.sampled_from(plain + rare), max_size=40)
+
+
 def check_shell_line(line: str) -> None:
     lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
     lexer.whitespace_split = True
