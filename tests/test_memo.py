@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import datetime
 import time
 from importlib.resources import files
 from pathlib import Path
@@ -127,6 +128,21 @@ def test_the_date_and_the_configmaps_read_are_part_of_the_digest(monkeypatch: py
     assert kept.key(obj, {("ml", "nccl"): {"NCCL_DEBUG": "INFO"}}) != key
     monkeypatch.setattr(memo, "today", lambda: "2099-01-01")
     assert kept.key(obj, {}) != key
+
+
+def test_the_date_is_made_again_when_the_utc_day_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    midnight = 20_000 * 86_400  # 2024-10-04T00:00:00Z
+    for now in (
+        midnight - 0.5,
+        midnight - 0.5,
+        midnight,
+        midnight + 86_399.9,
+        midnight - 1,
+        midnight + 86_400,
+    ):
+        monkeypatch.setattr(time, "time", lambda now=now: now)
+        assert memo.today() == datetime.datetime.fromtimestamp(now, datetime.UTC).date().isoformat()
+    assert memo.today() == "2024-10-05"
 
 
 def test_what_is_remembered_is_bounded() -> None:
