@@ -3,8 +3,8 @@
 An audit worker process sends verdicts back to the audit, so a verdict carries no passes (34 findings for a
 typical object): their counts travel in a per-object `Counts`, and the non-pass findings travel already
 made into spool rows (pickled, JSON text, or both: kubegap.audit.spool; a worker writes the texts to a
-file of its own, and the verdict says where). The audit process then only adds
-them up, and every report stays the same as when the whole `Evaluation` was recorded.
+file of its own, and the verdict says where). The audit process then only adds them up, and every report
+stays the same as when the whole `Evaluation` was recorded.
 """
 
 from __future__ import annotations
