@@ -6,7 +6,8 @@ A policy tests a name from one of the contract's name lists (`template.resourceN
 `globbed`) with `name in globbed.nicResources`. The same test written `name.matches(params.nicResources)`
 is still valid, but cel-expr compiles the regular expression at every evaluation (about 50 µs for a
 five-glob parameter, more than the rest of a unit's program) and a Python function called from CEL leaks
-memory in it on every call, so the names are matched here instead, each name once per engine.
+memory in it on every call, so the names are matched here instead: each name once per engine, and each
+set of names (most containers of a cluster carry one of a few) once while it is remembered.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from kubegap import globs
 from kubegap.facts.contract import GLOBBED
 
 _REMEMBERED = 4096  # names remembered per parameter: a webhook sees arbitrary names, memory must stay flat
+# Sets of a unit's names remembered with what they match, whatever else the unit holds (its arguments);
+# only small sets, so the memory stays a few MB.
+_SETS = 1024
+_SET_SIZE = 256
 
 
 class Globber:
@@ -31,6 +36,7 @@ class Globber:
             for scope in scopes:
                 self._at.setdefault(scope, []).append(name)
         self._seen: dict[str, dict[str, bool]] = {name: {} for name in self.patterns}
+        self._sets: dict[tuple[str, frozenset[str]], dict[str, list[str]]] = {}
 
     def names(self, scope: str, values: Mapping[str, Any]) -> dict[str, list[str]]:
         """Parameter -> the names in the unit's name lists (`values`: its CEL variables) that it matches,
@@ -42,7 +48,15 @@ class Globber:
             listed = record.get(field) if isinstance(record, Mapping) else None
             if isinstance(listed, list):
                 found.update(n for n in listed if isinstance(n, str))
-        return {name: self._matching(name, found) if found else [] for name in self._at.get(scope, ())}
+        if not found:
+            return {name: [] for name in self._at.get(scope, ())}
+        key = (scope, frozenset(found))
+        known = self._sets.get(key)
+        if known is None:  # shared by the units that carry these names: never changed once made
+            known = {name: self._matching(name, found) for name in self._at.get(scope, ())}
+            if len(found) <= _SET_SIZE and len(self._sets) < _SETS:
+                self._sets[key] = known
+        return known
 
     def _matching(self, parameter: str, names: set[str]) -> list[str]:
         seen, pattern = self._seen[parameter], self.patterns[parameter]

@@ -20,6 +20,9 @@ from kubegap.records import changed
 def results(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
     """The policy's results on every unit it applies to, then its engine rules where it applied."""
     states: dict[int, UnitState] = {}
+    # id(unit) -> its outcomes where the scope's program answered and no exemption names the policy (the
+    # common case, asked once per unit rather than once per validation); None otherwise
+    quick: dict[int, Mapping[str, tuple[Any, ...]] | None] = {}
     applied = False
     void_exemptions: dict[str, tuple[str, str]] = {}  # path -> (why it exempts nothing, fix)
     twins = run.facts.twinned and run.group_of[id(policy)].twins
@@ -32,9 +35,14 @@ def results(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
         for unit in run.facts.units.get(validation.validation.scope, ()):
             if unit.original is not None and id(unit.original) in told:
                 continue
-            state = states.get(id(unit)) or states.setdefault(id(unit), UnitState(run, policy, unit))
-            outcomes = state.outcomes()
-            if outcomes is not None and state.unexempted():  # the common case, kept short
+            key = id(unit)
+            state = states.get(key)
+            if state is None:
+                state = states[key] = UnitState(run, policy, unit)
+                outcomes = state.outcomes()
+                quick[key] = outcomes if outcomes is not None and state.unexempted() else None
+            outcomes = quick[key]
+            if outcomes is not None:  # the common case, kept short
                 applied = applied or bool(outcomes)
                 if not outcomes or not (outcome := outcomes[validation.validation.name]):
                     # the policy or the validation does not apply: nor, then, to the unit's twins, whose
@@ -52,7 +60,7 @@ def results(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
                 result = _judge(run, validation, state, outcome)
                 yield changed(result, roles=roles) if roles else result
                 continue
-            applies, found = _judge_alone(run, validation, state, outcomes, void_exemptions)
+            applies, found = _judge_alone(run, validation, state, state.outcomes(), void_exemptions)
             applied = applied or applies
             if found is not None:
                 yield found

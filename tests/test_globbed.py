@@ -112,6 +112,32 @@ def test_memory_stays_bounded_on_endless_new_names(monkeypatch: pytest.MonkeyPat
     assert len(globber._seen["hints"]) == 10
 
 
+def test_a_set_of_names_seen_again_is_matched_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    globber = globbed.Globber({"hints": (["N*"], {"container", "template"})})
+    matched: list[str] = []
+    match = globber._matching
+    monkeypatch.setattr(globber, "_matching", lambda p, names: matched.append(p) or match(p, names))
+    first = globber.names("container", {"container": {"envNames": ["NB", "X", "NA"]}})
+    again = globber.names("container", {"container": {"envNames": ["NA", "NB", "X"]}})  # another order
+    assert first == again == {"hints": ["NA", "NB"]} and len(matched) == 1
+    # the same names in another scope's list are that scope's: matched for it
+    assert globber.names("template", {"template": {"resourceNames": ["NA", "NB", "X"]}}) == first
+    assert len(matched) == 2
+
+
+def test_sets_of_names_remembered_are_bounded_in_number_and_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(globbed, "_SETS", 3)
+    monkeypatch.setattr(globbed, "_SET_SIZE", 4)
+    globber = globbed.Globber({"hints": (["N*"], {"container"})})
+    big = [f"N{i}" for i in range(5)]
+    assert globber.names("container", {"container": {"envNames": big}})["hints"] == sorted(big)
+    assert not globber._sets  # more names than a remembered set holds
+    for index in range(6):
+        names = [f"N{index}", "X"]
+        assert globber.names("container", {"container": {"envNames": names}})["hints"] == [f"N{index}"]
+    assert len(globber._sets) == 3
+
+
 def test_a_policy_reading_an_unknown_globs_parameter_is_refused(tmp_path: Path) -> None:
     text = _POLICY.replace("n in globbed.hints", "n in globbed.hint")
     (tmp_path / "probe.yaml").write_text(text)

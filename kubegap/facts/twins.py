@@ -59,9 +59,14 @@ class Original:
     def __init__(self, template: PodTemplate, facts: Any) -> None:
         self.path, self._facts = template.path, facts
         self._text = render(template.path)
-        # the rendered path, not followed by more of a name (`template` is not `templates`)
-        self._pattern = re.compile(re.escape(self._text) + r"(?![\w$-])")
+        self._compiled: re.Pattern[str] | None = None  # made when first needed: most twins are never read
         self._plan: _Plan | None = _UNPLANNED  # the strings that name the path, walked when first needed
+
+    def _pattern(self) -> re.Pattern[str]:
+        """The rendered path, not followed by more of a name (`template` is not `templates`)."""
+        if self._compiled is None:
+            self._compiled = re.compile(re.escape(self._text) + r"(?![\w$-])")
+        return self._compiled
 
     def moved(self, path: FieldPath, twin: PodTemplate) -> FieldPath:
         """`path` moved to the twin where it lies under this template; as is elsewhere (an MPI launcher's
@@ -74,12 +79,14 @@ class Original:
         """The twin's facts: a copy of this template's with every rendered path moved to the twin's, sharing
         every part that names no path (facts are never changed once gathered)."""
         if self._plan is _UNPLANNED:
-            self._plan = _plan(self._facts, self._text, self._pattern)
+            self._plan = _plan(self._facts, self._text, self._pattern())
         return self._facts if self._plan is None else _apply(self._facts, self._plan, render(twin.path))
 
     def text(self, value: str, twin: PodTemplate) -> str:
         """One string of this template's facts as the twin's facts hold it."""
-        pieces = _pieces(value, self._text, self._pattern)
+        if self._text not in value:  # most strings: no pattern needed
+            return value
+        pieces = _pieces(value, self._text, self._pattern())
         return value if pieces is None else render(twin.path).join(pieces)
 
 
