@@ -6,7 +6,8 @@ answer CEL gives, or raises; then the CEL runtime evaluates the same program, so
 case the fast path does not know, keeps the runtime's answer and message:
 
 - operators and functions check their operands' CEL types and leave anything doubtful to the runtime
-  (kubegap.celops);
+  (kubegap.celops); the commonest (a key, `has`, a range, a bool, text against a text literal) test an
+  operand that reads a variable in place, and call celops only when it is not what CEL expects;
 - `&&`, `||`, `?:` and the macros run left to right and stop early. Where nothing raises, that is CEL's
   answer (CEL's commutative `&&` and `||` differ only where one side errs, and that raises here). Except
   around comprehensions: cel-python evaluates every operand of `&&` and `||`, and an error inside a
@@ -121,9 +122,22 @@ class _Writer:
         if kind == "sel":
             return f"{self.expr(tree[1], local)}[{tree[2]!r}]"  # a list or a string raises TypeError
         if kind == "has":
-            return f"o_has({self.expr(tree[1], local)}, {tree[2]!r})"
+            target = self.expr(tree[1], local)
+            if _simple(tree[1]):
+                return (
+                    f"({tree[2]!r} in {target} if type({target}) is dict else o_has({target}, {tree[2]!r}))"
+                )
+            return f"o_has({target}, {tree[2]!r})"
         if kind == "index":
-            return f"o_index({self.expr(tree[1], local)}, {self.expr(tree[2], local)})"
+            bound = _bound_once(tree)
+            if bound is not None:  # `[e].map(v, body)[0]`, as kubegap.batch binds a unit's values
+                value, variable, body = bound
+                each = f"for c_{variable} in ({self.expr(value, local)},)"
+                return f"[{self.expr(body, local | {variable})} {each}][0]"
+            target, key = self.expr(tree[1], local), self.expr(tree[2], local)
+            if _simple(tree[1]) and tree[2][0] == "lit" and type(tree[2][1]) is str:
+                return f"({target}[{key}] if type({target}) is dict else o_index({target}, {key}))"
+            return f"o_index({target}, {key})"
         if kind == "list":
             return f"[{', '.join(self.expr(t, local) for t in tree[1])}]"
         if kind == "map":
@@ -153,11 +167,18 @@ class _Writer:
     def boolean(self, tree: Tree, local: frozenset[str], written: str | None = None) -> str:
         """`tree` where CEL needs a bool: checked, unless it cannot be anything else."""
         text = written if written is not None else self.expr(tree, local)
-        return text if _is_boolean(tree) else f"o_boolean({text})"
+        if _is_boolean(tree):
+            return text
+        if _simple(tree):
+            return f"({text} if {text} is True or {text} is False else o_boolean({text}))"
+        return f"o_boolean({text})"
 
     def operator(self, tree: Tree, local: frozenset[str]) -> str:
         symbol, left, right = tree[1], self.expr(tree[2], local), self.expr(tree[3], local)
-        return f"o_{_OPERATORS[symbol]}({left}, {right})"
+        called = f"o_{_OPERATORS[symbol]}({left}, {right})"
+        if symbol in ("==", "!=") and _simple(tree[2]) and tree[3][0] == "lit" and type(tree[3][1]) is str:
+            return f"({left} {symbol} {right} if type({left}) is str else {called})"
+        return called
 
     def call(self, tree: Tree, local: frozenset[str]) -> str:
         name, target, args = tree[1], tree[2], tree[3]
@@ -171,7 +192,12 @@ class _Writer:
 
     def macro(self, tree: Tree, local: frozenset[str]) -> str:
         name, target, variable, args = tree[1:]
-        items = f"o_listed({self.expr(target, local)})"  # evaluated outside the variable's scope, as in CEL
+        items = self.expr(target, local)  # evaluated outside the variable's scope, as in CEL
+        items = (
+            f"({items} if type({items}) is list else o_listed({items}))"
+            if _simple(target)
+            else f"o_listed({items})"
+        )
         inner = local | {variable}
         each = f"for c_{variable} in {items}"
         if name == "map":
@@ -184,6 +210,27 @@ class _Writer:
         if name == "all":
             return f"all({test} {each})"
         return f"(sum(1 {each} if {test}) == 1)"  # exists_one
+
+
+def _simple(tree: Tree) -> bool:
+    """Whether `tree` reads a variable or selects from one: written twice, it costs no call. Such an operand
+    is tested in place (`x if type(x) is list else o_listed(x)`), and celops called only for the rest:
+    most operands are what CEL expects, and a call costs more than the test. (A literal is left to celops:
+    Python warns on `1 is True`, and the program would not compile.)"""
+    while tree[0] == "sel":
+        tree = tree[1]
+    return tree[0] == "id"
+
+
+def _bound_once(tree: Tree) -> tuple[Tree, str, Tree] | None:
+    """(e, v, body) of `[e].map(v, body)[0]`: body with v bound to e, read without a list or an index."""
+    target, key = tree[1], tree[2]
+    if key != ("lit", 0) or type(key[1]) is not int or target[0] != "macro" or target[1] != "map":
+        return None
+    items, variable, args = target[2], target[3], target[4]
+    if items[0] != "list" or len(items[1]) != 1 or len(args) != 1:
+        return None
+    return items[1][0], variable, args[0]
 
 
 def _converted(tree: Tree, local: frozenset[str]) -> bool:

@@ -235,6 +235,17 @@ CASES = [
     "false && facts.l.map(x, x) == [1]", "has(facts.m.z) && facts.m.z.exists(x, x)",
     "facts.t || [facts.d].map(y, y.b) == []", "[1, 0].exists(x, x == 1 ? true : [x].map(y, 1 / y) == [])",
     "[1, 0].all(x, x == 1 ? false : [facts.d].map(y, y.b) == [])", "facts.l.exists(x, [x].map(y, y) == [1])",
+    # what kubegap.fastcel tests in place: text against a text literal, a key, has(), a range, a bool, and
+    # kubegap.batch's binding of one value (`[e].map(v, body)[0]`); each also where the operand is not so
+    "facts.s == 'héllo'", "facts.s != 'héllo'", "facts.s != 'x'", "facts.e == ''", "facts.i == 'x'",
+    "facts.i != 'x'", "facts.n != 'x'", "facts.l == 'a'", "facts.m != 'a'", "facts.m.a != 'a'",
+    "facts.m['b']", "facts.l['b']", "facts.s['b']", "facts.n['b']", "has(facts.m.b)", "has(facts.l.b)",
+    "facts.strs.exists(x, x == 'b')", "facts.s.exists(x, true)", "facts.m.exists(k, k == 'a')",
+    "facts.bools.exists(x, x)", "facts.l.all(x, x)", "facts.t && facts.f", "facts.i || facts.t",
+    "[facts.s].map(v, v != 'héllo')[0]", "[facts.m].map(v, v.a)[0]", "[facts.n].map(v, has(v.a))[0]",
+    "[facts.l].map(v, v.exists(x, x > 2))[0]", "[1, 2].map(v, v)[0]", "[].map(v, v)[0]",
+    "[facts.m].map(v, v.z)[0]", "[facts.i].map(v, v, v)[0]", "[facts.i].map(v, v)[1]",
+    "[facts.i].map(v, v)[facts.zero]",
     # string literals: escapes, raw, triple-quoted; comments and trailing commas; hex and float literals
     r"'a\nb'", r"'a\tb'", r"'a\\b'", r"'a\'b'", r'"a\"b"', r"'\x41'", r"'\X41'", r"'\u00e9'", r"'\U0001F600'",
     r"'\101'", r"'\?'", r"'\`'", r"'\a\b\f\v\r'", r"'\ud800'", r"r'a\nb'", r"R'\x41'", r"r'\''",
