@@ -6,8 +6,9 @@ answer CEL gives, or raises; then the CEL runtime evaluates the same program, so
 case the fast path does not know, keeps the runtime's answer and message:
 
 - operators and functions check their operands' CEL types and leave anything doubtful to the runtime
-  (kubegap.celops); the commonest (a key, `has`, a range, a bool, text against a text literal) test an
-  operand that reads a variable in place, and call celops only when it is not what CEL expects;
+  (kubegap.celops); the commonest (a key, `has`, a range, a bool, `==` against a literal of the same
+  type, a text key `in` a map) test an operand that reads a variable in place, and call celops only when
+  it is not what CEL expects;
 - `&&`, `||`, `?:` and the macros run left to right and stop early. Where nothing raises, that is CEL's
   answer (CEL's commutative `&&` and `||` differ only where one side errs, and that raises here). Except
   around comprehensions: cel-python evaluates every operand of `&&` and `||`, and an error inside a
@@ -67,6 +68,8 @@ _USED = frozenset(
     | {"has", "index", "mapping", "negate", "minus", "boolean", "listed"}
 )
 _BOOLEAN_CALLS = frozenset({"starts_with", "ends_with", "contains", "matches", "matches_any"})
+# A literal's types whose `==` against a value of the same type is Python's (kubegap.celops.equal)
+_SAME_TYPE = frozenset({"str", "bool", "int", "float"})
 
 
 def enabled() -> bool:
@@ -176,8 +179,11 @@ class _Writer:
     def operator(self, tree: Tree, local: frozenset[str]) -> str:
         symbol, left, right = tree[1], self.expr(tree[2], local), self.expr(tree[3], local)
         called = f"o_{_OPERATORS[symbol]}({left}, {right})"
-        if symbol in ("==", "!=") and _simple(tree[2]) and tree[3][0] == "lit" and type(tree[3][1]) is str:
-            return f"({left} {symbol} {right} if type({left}) is str else {called})"
+        literal = type(tree[3][1]).__name__ if tree[3][0] == "lit" else None
+        if symbol in ("==", "!=") and literal in _SAME_TYPE and _simple(tree[2]):
+            return f"({left} {symbol} {right} if type({left}) is {literal} else {called})"
+        if symbol == "in" and tree[2][0] == "lit" and type(tree[2][1]) is str and _simple(tree[3]):
+            return f"({left} in {right} if type({right}) is dict else {called})"  # a key of a map
         return called
 
     def call(self, tree: Tree, local: frozenset[str]) -> str:

@@ -245,7 +245,10 @@ CASES = [
     "[facts.s].map(v, v != 'héllo')[0]", "[facts.m].map(v, v.a)[0]", "[facts.n].map(v, has(v.a))[0]",
     "[facts.l].map(v, v.exists(x, x > 2))[0]", "[1, 2].map(v, v)[0]", "[].map(v, v)[0]",
     "[facts.m].map(v, v.z)[0]", "[facts.i].map(v, v, v)[0]", "[facts.i].map(v, v)[1]",
-    "[facts.i].map(v, v)[facts.zero]",
+    "[facts.i].map(v, v)[facts.zero]", "facts.t == false", "facts.t != true", "facts.i == 7", "facts.i != 7",
+    "facts.d == 2.5", "facts.d != 2.5", "facts.nan == 0.0", "facts.nan != 0.0", "facts.i == 7.0",
+    "facts.d == 2", "facts.t == 1", "facts.i == true", "facts.n == false", "facts.l == 1", "'b' in facts.mb",
+    "'b' in facts.l", "'b' in facts.n",
     # string literals: escapes, raw, triple-quoted; comments and trailing commas; hex and float literals
     r"'a\nb'", r"'a\tb'", r"'a\\b'", r"'a\'b'", r'"a\"b"', r"'\x41'", r"'\X41'", r"'\u00e9'", r"'\U0001F600'",
     r"'\101'", r"'\?'", r"'\`'", r"'\a\b\f\v\r'", r"'\ud800'", r"r'a\nb'", r"R'\x41'", r"r'\''",
