@@ -225,7 +225,8 @@ def _simple(tree: Tree) -> bool:
     Python warns on `1 is True`, and the program would not compile.)"""
     while tree[0] == "sel":
         tree = tree[1]
-    return tree[0] == "id"
+    kind: str = tree[0]
+    return kind == "id"
 
 
 def _bound_once(tree: Tree) -> tuple[Tree, str, Tree] | None:
