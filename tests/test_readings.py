@@ -161,3 +161,32 @@ def test_declaration_template_first(
     else:
         assert found is not None
         assert (found.text, found.path) == expected
+
+
+def test_the_knobs_looked_for_are_those_present_in_catalogue_order() -> None:
+    """`Catalogue.valued` finds by index what testing every knob with `present` finds, in the same order."""
+    flags = sorted({f for k in CATALOGUE.knobs for f in k.flags})
+    names = sorted({n for k in CATALOGUE.knobs for n in k.env})
+    cases = [
+        ([], []),
+        (flags[::3], []),
+        ([], names[::2]),
+        (flags[1::4], names[1::3]),
+        (flags, names),
+        (["--not-a-knob"], ["NOT_A_KNOB"]),
+    ]
+    for index, (flag_words, env_names) in enumerate(cases):
+        words = [w for flag in flag_words for w in (flag, "1")] + (["a.b.c=1"] if index % 2 else [])
+        cmd = argv.tokenize({"command": ["train"], "args": words})
+        environment = env.resolve({"env": [{"name": n, "value": "1"} for n in env_names]}, BASE, "ns", {})
+        found = 0
+        for argv_only in (False, True):
+            expected = [
+                k
+                for k in CATALOGUE.knobs
+                if not k.annotation and not k.textual and readings.present(k, cmd, environment, argv_only)
+            ]
+            names_seen = () if argv_only else environment.variables
+            assert CATALOGUE.valued(cmd.flags, names_seen, bool(cmd.overrides)) == expected
+            found += len(expected)
+        assert found or index in (0, 5)  # the cases find knobs where they should

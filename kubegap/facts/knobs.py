@@ -70,15 +70,43 @@ class Catalogue:
     knobs: tuple[Knob, ...]
     # setting -> its knobs in catalogue order: every container asks for several settings
     _by_setting: Mapping[str, tuple[Knob, ...]] = field(init=False, repr=False, compare=False)
+    # The knobs read as values (neither a declaration nor text), by each flag and variable that sets one,
+    # and those with overrides: every container looks for them, and most carry few or none.
+    _by_name: Mapping[str, tuple[int, ...]] = field(init=False, repr=False, compare=False)
+    _by_flag: Mapping[str, tuple[int, ...]] = field(init=False, repr=False, compare=False)
+    _overridden: tuple[int, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         grouped: dict[str, list[Knob]] = {}
         for knob in self.knobs:
             grouped.setdefault(knob.setting, []).append(knob)
         object.__setattr__(self, "_by_setting", {k: tuple(v) for k, v in grouped.items()})
+        by_flag: dict[str, list[int]] = {}
+        by_name: dict[str, list[int]] = {}
+        valued = [(i, k) for i, k in enumerate(self.knobs) if not k.annotation and not k.textual]
+        for index, knob in valued:
+            for flag in knob.flags:
+                by_flag.setdefault(flag, []).append(index)
+            for name in knob.env:
+                by_name.setdefault(name, []).append(index)
+        object.__setattr__(self, "_by_flag", {k: tuple(v) for k, v in by_flag.items()})
+        object.__setattr__(self, "_by_name", {k: tuple(v) for k, v in by_name.items()})
+        object.__setattr__(self, "_overridden", tuple(i for i, k in valued if k.overrides))
 
     def by_setting(self, setting: str) -> tuple[Knob, ...]:
         return self._by_setting.get(setting, ())
+
+    def valued(self, flags: Iterable[str], names: Iterable[str], overrides: bool) -> list[Knob]:
+        """The knobs read as values that some form among `flags`, variable `names` or, with `overrides`,
+        an override may set; in catalogue order."""
+        found: set[int] = set()
+        for flag in self._by_flag.keys() & flags:
+            found.update(self._by_flag[flag])
+        for name in self._by_name.keys() & names:
+            found.update(self._by_name[name])
+        if overrides:
+            found.update(self._overridden)
+        return [self.knobs[i] for i in sorted(found)]
 
     def is_gpu(self, resource: str) -> bool:
         return globs.matches(resource, self.gpu_resources)

@@ -110,13 +110,8 @@ def container_readings(
     environment reaches the ranks only through `-x`, which the ranks' environment already holds)."""
     readings: list[Reading] = []
     unreadable: list[Unreadable] = []
-    for knob in catalogue.knobs:
-        if (
-            knob.annotation
-            or knob.textual
-            or not present(knob, cmd, env, argv_only)
-            or not _applies(knob, cmd)
-        ):
+    for knob in catalogue.valued(cmd.flags, () if argv_only else env.variables, bool(cmd.overrides)):
+        if not _applies(knob, cmd):
             continue
         for written, text, path in raw_values(knob, cmd, env, base, argv_only):
             if knob.requires and not cmd.flag_values(knob.requires):
