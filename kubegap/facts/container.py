@@ -136,11 +136,12 @@ def _identity(catalogue: Catalogue, container: Container, counts: Mapping[str, i
 
 def _environment(environment: env.Environment, unresolved: list[str]) -> dict[str, Any]:
     variables = environment.variables.values()
+    names = sorted(environment.variables)
     return {
         "env": {v.name: v.value for v in variables if v.value is not None},
-        "envNames": sorted(environment.variables),
+        "envNames": names,
         "envPaths": {v.name: render(v.path) for v in variables},
-        "envNamesText": "\n".join(sorted(environment.variables)),  # one per line, for `globs` params
+        "envNamesText": "\n".join(names),  # one per line, for `globs` params
         "unresolved": unresolved,
         "unresolvedText": "; ".join(unresolved),
     }

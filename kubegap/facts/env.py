@@ -7,7 +7,7 @@ container of the workload (mpirun starts the ranks on the workers, RULES.md §1)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,9 @@ class Environment:
 
 
 SOURCED = "script sources"
+# Where a source's entries go: the variables by name (a later one of a name replaces it), and the
+# descriptions of what cannot be seen, in order.
+_Found = tuple[dict[str, "Variable"], list[str]]
 
 
 def _ref(source: Any) -> tuple[str, str]:
@@ -46,8 +49,9 @@ def _ref(source: Any) -> tuple[str, str]:
 
 
 def _from_env_from(
-    entries: Sequence[Any], base: FieldPath, namespace: str, configmaps: ConfigMaps
-) -> Iterable[Variable | str]:
+    entries: Sequence[Any], base: FieldPath, namespace: str, configmaps: ConfigMaps, out: _Found
+) -> None:
+    variables, unresolved = out
     for index, entry in enumerate(entries):
         if not isinstance(entry, Mapping):
             continue
@@ -57,43 +61,46 @@ def _from_env_from(
             name, _ = _ref(entry["configMapRef"])
             data = configmaps.get((namespace, name))
             if data is None:
-                yield f"envFrom ConfigMap {namespace}/{name} (not available)"
+                unresolved.append(f"envFrom ConfigMap {namespace}/{name} (not available)")
                 continue
             for key, value in data.items():
-                yield Variable(prefix + key, str(value).strip(), path, f"ConfigMap {namespace}/{name}")
+                variables[prefix + key] = Variable(
+                    prefix + key, str(value).strip(), path, f"ConfigMap {namespace}/{name}"
+                )
         elif isinstance(entry.get("secretRef"), Mapping):
-            yield f"envFrom Secret {_ref(entry['secretRef'])[0]} (never read)"
+            unresolved.append(f"envFrom Secret {_ref(entry['secretRef'])[0]} (never read)")
 
 
 def _from_env(
-    entries: Sequence[Any], base: FieldPath, namespace: str, configmaps: ConfigMaps
-) -> Iterable[Variable | str]:
+    entries: Sequence[Any], base: FieldPath, namespace: str, configmaps: ConfigMaps, out: _Found
+) -> None:
+    variables, unresolved = out
     for index, entry in enumerate(entries):
         if not raw.is_mapping(entry) or not isinstance(entry.get("name"), str):
             continue
         name, path = entry["name"], (*base, "env", index)
         if "valueFrom" not in entry:
             value = entry.get("value", "")
-            yield Variable(name, "" if value is None else str(value).strip(), path, "env")
+            variables[name] = Variable(name, "" if value is None else str(value).strip(), path, "env")
             continue
         source = raw.mapping(entry["valueFrom"])
         if isinstance(source.get("configMapKeyRef"), Mapping):
             cm, key = _ref(source["configMapKeyRef"])
             data = configmaps.get((namespace, cm))
             if data is not None and key in data:
-                yield Variable(name, str(data[key]).strip(), path, f"ConfigMap {namespace}/{cm}")
+                variables[name] = Variable(name, str(data[key]).strip(), path, f"ConfigMap {namespace}/{cm}")
                 continue
-            yield Variable(name, None, path, f"ConfigMap {namespace}/{cm}")
-            yield f"env {name} from ConfigMap {namespace}/{cm} key {key} (not available)"
+            variables[name] = Variable(name, None, path, f"ConfigMap {namespace}/{cm}")
+            unresolved.append(f"env {name} from ConfigMap {namespace}/{cm} key {key} (not available)")
         else:
             kind = next(iter(source), "valueFrom")
             label = {"secretKeyRef": "Secret", "fieldRef": "field", "resourceFieldRef": "resource"}.get(
                 kind, kind
             )
             detail = _ref(source.get(kind))[0] if kind == "secretKeyRef" else ""
-            yield Variable(name, None, path, f"{label} {detail}".strip())
-            yield f"env {name} from {label} {detail}".rstrip() + (
-                " (never read)" if label == "Secret" else ""
+            variables[name] = Variable(name, None, path, f"{label} {detail}".strip())
+            unresolved.append(
+                f"env {name} from {label} {detail}".rstrip() + (" (never read)" if label == "Secret" else "")
             )
 
 
@@ -109,16 +116,9 @@ def resolve(
     variables: dict[str, Variable] = {}
     # a file the script sources may set any variable: like an unreadable envFrom, its names are unknown
     unresolved: list[str] = [f"{SOURCED} {name} (its variables cannot be seen)" for name in sourced]
-    env_from = container.get("envFrom")
-    env = container.get("env")
-    for item in (
-        *_from_env_from(raw.items(env_from), path, namespace, configmaps),
-        *_from_env(raw.items(env), path, namespace, configmaps),
-    ):
-        if isinstance(item, str):
-            unresolved.append(item)
-        else:
-            variables[item.name] = item
+    # envFrom first, then env: a later entry of a name replaces an earlier one, as in the kubelet
+    _from_env_from(raw.items(container.get("envFrom")), path, namespace, configmaps, (variables, unresolved))
+    _from_env(raw.items(container.get("env")), path, namespace, configmaps, (variables, unresolved))
     for assignment in script:
         variables[assignment.name] = Variable(
             assignment.name, (assignment.value or "").strip(), (*path, *assignment.path), assignment.how
