@@ -36,25 +36,32 @@ class Globber:
             for scope in scopes:
                 self._at.setdefault(scope, []).append(name)
         self._seen: dict[str, dict[str, bool]] = {name: {} for name in self.patterns}
-        self._sets: dict[tuple[str, frozenset[str]], dict[str, list[str]]] = {}
+        self._sets: dict[tuple[Any, ...], dict[str, list[str]]] = {}
 
     def names(self, scope: str, values: Mapping[str, Any]) -> dict[str, list[str]]:
         """Parameter -> the names in the unit's name lists (`values`: its CEL variables) that it matches,
         sorted; every parameter a policy with validations at `scope` has is there, `[]` where nothing
         matches."""
-        found: set[str] = set()
+        lists: list[list[Any]] = []
         for variable, field in GLOBBED.get(scope, ()):
             record = values.get(variable)
             listed = record.get(field) if isinstance(record, Mapping) else None
-            if isinstance(listed, list):
-                found.update(n for n in listed if isinstance(n, str))
-        if not found:
+            if isinstance(listed, list) and listed:
+                lists.append(listed)
+        if not lists:
             return {name: [] for name in self._at.get(scope, ())}
-        key = (scope, frozenset(found))
-        known = self._sets.get(key)
+        # the lists as they are, made a key in C: most of kubegap's name lists are sorted, so a set of
+        # names is one key
+        key = (scope, *map(tuple, lists))
+        try:
+            known = self._sets.get(key)
+            hashable = True
+        except TypeError:  # an item that cannot be hashed: a list not built by kubegap, matched anew
+            known, hashable = None, False
         if known is None:  # shared by the units that carry these names: never changed once made
-            known = {name: self._matching(name, found) for name in self._at.get(scope, ())}
-            if len(found) <= _SET_SIZE and len(self._sets) < _SETS:
+            found = {n for listed in lists for n in listed if isinstance(n, str)}
+            known = {name: self._matching(name, found) if found else [] for name in self._at.get(scope, ())}
+            if hashable and sum(map(len, lists)) <= _SET_SIZE and len(self._sets) < _SETS:
                 self._sets[key] = known
         return known
 

@@ -117,12 +117,16 @@ def test_a_set_of_names_seen_again_is_matched_once(monkeypatch: pytest.MonkeyPat
     matched: list[str] = []
     match = globber._matching
     monkeypatch.setattr(globber, "_matching", lambda p, names: matched.append(p) or match(p, names))
-    first = globber.names("container", {"container": {"envNames": ["NB", "X", "NA"]}})
-    again = globber.names("container", {"container": {"envNames": ["NA", "NB", "X"]}})  # another order
+    first = globber.names("container", {"container": {"envNames": ["NA", "NB", "X"]}})
+    again = globber.names("container", {"container": {"envNames": ["NA", "NB", "X"]}})
     assert first == again == {"hints": ["NA", "NB"]} and len(matched) == 1
     # the same names in another scope's list are that scope's: matched for it
     assert globber.names("template", {"template": {"resourceNames": ["NA", "NB", "X"]}}) == first
     assert len(matched) == 2
+    # names in another order, and a list with what cannot be a key, are matched again, alike
+    assert globber.names("container", {"container": {"envNames": ["X", "NB", "NA"]}}) == first
+    assert globber.names("container", {"container": {"envNames": ["NA", {"NB": 1}, "NB"]}}) == first
+    assert len(matched) == 4
 
 
 def test_sets_of_names_remembered_are_bounded_in_number_and_size(monkeypatch: pytest.MonkeyPatch) -> None:
