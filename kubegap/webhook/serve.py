@@ -1,9 +1,10 @@
 """`kubegap serve`: the webhook app under gunicorn, over TLS, with graceful drain on SIGTERM.
 
 gunicorn's asyncio (`asgi`) workers: each reads every connection, its TLS handshake and its requests in
-an event loop and hands complete reviews to a pool of `--threads` evaluation threads. Thread workers
-(gthread) read a new connection's first request in a thread, so clients holding idle or slow connections,
-as the API server holds idle ones, took every thread and stalled all reviews. Connections are kept alive:
+an event loop and hands complete reviews to a pool of `--threads` evaluation threads, which judge them one
+at a time (kubegap.webhook.app.Turns). Thread workers (gthread) read a new connection's first request in a
+thread, so clients holding idle or slow connections, as the API server holds idle ones, took every thread
+and stalled all reviews. Connections are kept alive:
 the sync worker's handshake per review costs about a ninth of the throughput (research:
 dependencies-and-speed.md §6). Policies are compiled once in the master before the workers fork, so a bad
 policy or config stops the start with exit code 2 instead of a crash loop of workers, and workers share
@@ -57,7 +58,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bind", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
     parser.add_argument("--workers", type=_positive, default=2, help="worker processes (default 2)")
     parser.add_argument(
-        "--threads", type=_positive, default=4, help="evaluation threads per worker (default 4)"
+        "--threads",
+        type=_positive,
+        default=4,
+        help="evaluation threads per worker (default 4): reviews are judged one at a time, and one still "
+        "running after 50 ms lets the next start beside it, up to this many at once",
     )
     parser.add_argument(
         "--drain-seconds",

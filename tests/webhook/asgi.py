@@ -35,6 +35,25 @@ def call(
     headers: dict[str, str] | None = None,
     query: str = "",
 ) -> Reply:
+    return asyncio.run(_run(app, *_request(method, path, body, headers, query)))
+
+
+def call_together(
+    app: Any, method: str, path: str, bodies: list[bytes], headers: dict[str, str]
+) -> list[Reply]:
+    """Requests that arrive together, as on connections the API server holds open: one event loop."""
+
+    async def run_all() -> list[Reply]:
+        return list(
+            await asyncio.gather(*(_run(app, *_request(method, path, b, headers, "")) for b in bodies))
+        )
+
+    return asyncio.run(run_all())
+
+
+def _request(
+    method: str, path: str, body: bytes | Iterable[bytes], headers: dict[str, str] | None, query: str
+) -> tuple[dict[str, Any], Iterator[bytes]]:
     given = dict(headers or {})
     if isinstance(body, bytes):
         given.setdefault("Content-Length", str(len(body)))
@@ -49,7 +68,7 @@ def call(
         "query_string": query.lstrip("?").encode(),
         "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in given.items()],
     }
-    return asyncio.run(_run(app, scope, chunks))
+    return scope, chunks
 
 
 async def _run(app: Any, scope: dict[str, Any], chunks: Iterator[bytes]) -> Reply:

@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from kubegap.config import Settings
+from kubegap.webhook import app as app_module
 from kubegap.webhook import create_app
 from kubegap.webhook.admission import Reviewer
 from kubegap.webhook.app import ServerState, WebhookApp
 from kubegap.webhook.metrics import BAD_REASONS, Metrics
 from kubegap.webhook.review import MAX_BODY_BYTES
 
-from .asgi import STALL, Reply, call
+from .asgi import STALL, Reply, call, call_together
 from .conftest import PRICED_HIGH, payload
 from .exposition import total
 from .test_admission import FakeEngine, _check_contract, _fake_reviewer
@@ -237,3 +240,61 @@ def test_the_lifespan_starts_and_stops(client: WebhookApp) -> None:
 
     asyncio.run(client({"type": "lifespan"}, receive, send))
     assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+
+
+class _Judged(Reviewer):
+    """The real reviewer, which also says how many reviews it is judging at once and lets a test hold the
+    first one back (kubegap.webhook.app.Turns)."""
+
+    def __init__(self, real: Reviewer, hold_first: bool) -> None:
+        self.__dict__.update(real.__dict__)
+        self._lock = threading.Lock()
+        self.active = self.most = self.started = 0
+        self.hold_first = hold_first
+        self.second_started = threading.Event()
+        self.first_released: bool | None = None
+
+    def review(self, review: Any, timeout: str | None = None, started: float | None = None) -> Any:
+        with self._lock:
+            self.active += 1
+            self.started += 1
+            order = self.started
+            self.most = max(self.most, self.active)
+        try:
+            if order == 2:
+                self.second_started.set()
+            if self.hold_first and order == 1:
+                self.first_released = self.second_started.wait(10)  # released only if the second ran
+            else:
+                time.sleep(0.02)  # the interpreter lock is free meanwhile: threads would overlap here
+            return super().review(review, timeout, started)
+        finally:
+            with self._lock:
+                self.active -= 1
+
+
+def _judged(reviewer: MakeReviewer, state: ServerState, hold_first: bool) -> tuple[WebhookApp, _Judged]:
+    judged = _Judged(reviewer({"preset": "enforce"}, state.metrics), hold_first)
+    return create_app(Settings(), judged, state, threads=4), judged
+
+
+def test_reviews_are_judged_one_at_a_time_however_many_threads(
+    reviewer: MakeReviewer, state: ServerState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(app_module, "ALONE_SECONDS", 30.0)  # none of these is slow
+    app, judged = _judged(reviewer, state, hold_first=False)
+    bodies = [json.dumps(payload("pod-create.json")).encode()] * 4
+    replies = call_together(app, "POST", "/validate", bodies, JSON)
+    assert [r.status for r in replies] == [200] * 4 and judged.started == 4
+    assert judged.most == 1
+
+
+def test_a_slow_review_lets_the_next_one_start_beside_it(
+    reviewer: MakeReviewer, state: ServerState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(app_module, "ALONE_SECONDS", 0.01)
+    app, judged = _judged(reviewer, state, hold_first=True)
+    bodies = [json.dumps(payload("pod-create.json")).encode()] * 2
+    replies = call_together(app, "POST", "/validate", bodies, JSON)
+    assert [r.status for r in replies] == [200, 200]
+    assert judged.first_released is True and judged.most == 2
