@@ -19,10 +19,12 @@ from kubegap import globs
 from kubegap.facts.contract import GLOBBED
 
 _REMEMBERED = 4096  # names remembered per parameter: a webhook sees arbitrary names, memory must stay flat
-# Sets of a unit's names remembered with what they match, whatever else the unit holds (its arguments);
-# only small sets, so the memory stays a few MB.
-_SETS = 1024
+# Sets of a unit's names remembered with what they match, whatever else the unit holds (its arguments): a
+# cluster's containers carry a few hundred sets at most. Only sets of up to 256 names and 8,192 characters
+# are kept, so at worst (every set new, every name long) they hold about 12 MB, whatever a webhook is sent.
+_SETS = 512
 _SET_SIZE = 256
+_SET_TEXT = 8192
 
 
 class Globber:
@@ -61,7 +63,8 @@ class Globber:
         if known is None:  # shared by the units that carry these names: never changed once made
             found = {n for listed in lists for n in listed if isinstance(n, str)}
             known = {name: self._matching(name, found) if found else [] for name in self._at.get(scope, ())}
-            if hashable and sum(map(len, lists)) <= _SET_SIZE and len(self._sets) < _SETS:
+            small = sum(map(len, lists)) <= _SET_SIZE and sum(map(len, found)) <= _SET_TEXT
+            if hashable and small and len(self._sets) < _SETS:
                 self._sets[key] = known
         return known
 

@@ -136,6 +136,9 @@ def test_sets_of_names_remembered_are_bounded_in_number_and_size(monkeypatch: py
     big = [f"N{i}" for i in range(5)]
     assert globber.names("container", {"container": {"envNames": big}})["hints"] == sorted(big)
     assert not globber._sets  # more names than a remembered set holds
+    long = ["N" + "x" * 9000]
+    assert globber.names("container", {"container": {"envNames": long}})["hints"] == long
+    assert not globber._sets  # more text than a remembered set holds
     for index in range(6):
         names = [f"N{index}", "X"]
         assert globber.names("container", {"container": {"envNames": names}})["hints"] == [f"N{index}"]
