@@ -18,7 +18,11 @@ from typing import Any
 from kubegap import globs
 from kubegap.facts.contract import GLOBBED
 
-_REMEMBERED = 4096  # names remembered per parameter: a webhook sees arbitrary names, memory must stay flat
+# Names remembered per parameter, each of at most 317 characters: the longest qualified name Kubernetes
+# takes as a resource name or a taint key, a 253-character DNS-subdomain prefix, "/" and a 63-character
+# name (apimachinery's IsQualifiedName). A webhook sees arbitrary names, and its memory must stay flat.
+_REMEMBERED = 4096
+_NAME_KEPT = 317
 # Sets of a unit's names remembered with what they match, whatever else the unit holds (its arguments): a
 # cluster's containers carry a few hundred sets at most. Only sets of up to 256 names and 8,192 characters
 # are kept, so at worst (every set new, every name long) they hold about 12 MB, whatever a webhook is sent.
@@ -75,7 +79,7 @@ class Globber:
             hit = seen.get(name)
             if hit is None:
                 hit = pattern.fullmatch(name) is not None
-                if len(seen) < _REMEMBERED:
+                if len(seen) < _REMEMBERED and len(name) <= _NAME_KEPT:
                     seen[name] = hit
             if hit:
                 out.append(name)

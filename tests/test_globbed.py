@@ -110,6 +110,10 @@ def test_memory_stays_bounded_on_endless_new_names(monkeypatch: pytest.MonkeyPat
         names = [f"N{batch}-{i}" for i in range(20)]
         assert globber.names("container", {"container": {"envNames": names}})["hints"] == sorted(names)
     assert len(globber._seen["hints"]) == 10
+    monkeypatch.setattr(globbed, "_REMEMBERED", 100)
+    long = "N" + "x" * 317  # longer than any qualified name Kubernetes takes: matched, not kept
+    assert globber.names("container", {"container": {"envNames": [long]}})["hints"] == [long]
+    assert long not in globber._seen["hints"]
 
 
 def test_a_set_of_names_seen_again_is_matched_once(monkeypatch: pytest.MonkeyPatch) -> None:
