@@ -2,7 +2,7 @@
 
 gunicorn's asyncio (`asgi`) workers: each reads every connection, its TLS handshake and its requests in
 an event loop and hands complete reviews to a pool of `--threads` evaluation threads, which judge them one
-at a time (kubegap.webhook.app.Turns). Thread workers (gthread) read a new connection's first request in a
+at a time (kubegap.webhook.app.Lanes). Thread workers (gthread) read a new connection's first request in a
 thread, so clients holding idle or slow connections, as the API server holds idle ones, took every thread
 and stalled all reviews. Connections are kept alive:
 the sync worker's handshake per review costs about a ninth of the throughput (research:

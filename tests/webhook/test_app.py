@@ -244,7 +244,7 @@ def test_the_lifespan_starts_and_stops(client: WebhookApp) -> None:
 
 class _Judged(Reviewer):
     """The real reviewer, which also says how many reviews it is judging at once and lets a test hold the
-    first one back (kubegap.webhook.app.Turns)."""
+    first one back (kubegap.webhook.app.Lanes)."""
 
     def __init__(self, real: Reviewer, hold_first: bool) -> None:
         self.__dict__.update(real.__dict__)
