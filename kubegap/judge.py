@@ -19,10 +19,9 @@ from kubegap.records import changed
 
 def results(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
     """The policy's results on every unit it applies to, then its engine rules where it applied."""
-    states: dict[int, UnitState] = {}
-    # id(unit) -> its outcomes where the scope's program answered and no exemption names the policy (the
-    # common case, asked once per unit rather than once per validation); None otherwise
-    quick: dict[int, Mapping[str, tuple[Any, ...]] | None] = {}
+    # id(unit) -> (its state, its outcomes where the scope's program answered and no exemption names the
+    # policy: the common case, asked once per unit rather than once per validation; else None)
+    states: dict[int, tuple[UnitState, Mapping[str, tuple[Any, ...]] | None]] = {}
     applied = False
     void_exemptions: dict[str, tuple[str, str]] = {}  # path -> (why it exempts nothing, fix)
     twins = run.facts.twinned and run.group_of[id(policy)].twins
@@ -35,13 +34,13 @@ def results(run: Run, policy: CompiledPolicy) -> Iterator[Finding]:
         for unit in run.facts.units.get(validation.validation.scope, ()):
             if unit.original is not None and id(unit.original) in told:
                 continue
-            key = id(unit)
-            state = states.get(key)
-            if state is None:
-                state = states[key] = UnitState(run, policy, unit)
+            known = states.get(id(unit))
+            if known is None:
+                state = UnitState(run, policy, unit)
                 outcomes = state.outcomes()
-                quick[key] = outcomes if outcomes is not None and state.unexempted() else None
-            outcomes = quick[key]
+                fast = outcomes if outcomes is not None and state.unexempted() else None
+                known = states[id(unit)] = (state, fast)
+            state, outcomes = known
             if outcomes is not None:  # the common case, kept short
                 applied = applied or bool(outcomes)
                 if not outcomes or not (outcome := outcomes[validation.validation.name]):

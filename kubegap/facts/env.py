@@ -40,7 +40,7 @@ class Environment:
 SOURCED = "script sources"
 # Where a source's entries go: the variables by name (a later one of a name replaces it), and the
 # descriptions of what cannot be seen, in order.
-_Found = tuple[dict[str, "Variable"], list[str]]
+_Found = tuple[dict[str, Variable], list[str]]
 
 
 def _ref(source: Any) -> tuple[str, str]:

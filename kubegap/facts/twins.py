@@ -11,7 +11,7 @@ first twin's path is moved, including text the user wrote that happens to spell 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from kubegap.fieldpath import FieldPath, render
@@ -79,14 +79,12 @@ class Original:
         """The twin's facts: a copy of this template's with every rendered path moved to the twin's, sharing
         every part that names no path (facts are never changed once gathered)."""
         if self._plan is _UNPLANNED:
-            self._plan = _plan(self._facts, self._text, self._pattern())
+            self._plan = _plan(self._facts, self._text, self._pattern)
         return self._facts if self._plan is None else _apply(self._facts, self._plan, render(twin.path))
 
     def text(self, value: str, twin: PodTemplate) -> str:
         """One string of this template's facts as the twin's facts hold it."""
-        if self._text not in value:  # most strings: no pattern needed
-            return value
-        pieces = _pieces(value, self._text, self._pattern())
+        pieces = _pieces(value, self._text, self._pattern)
         return value if pieces is None else render(twin.path).join(pieces)
 
 
@@ -127,14 +125,15 @@ class Bindings(Mapping[str, Any]):
         return len(self._names)
 
 
-def _pieces(value: str, text: str, pattern: re.Pattern[str]) -> list[str] | None:
-    """`value` split around each place it names the path (`text`, matched by `pattern`); None if none."""
-    if text not in value or len(pieces := pattern.split(value)) == 1:
+def _pieces(value: str, text: str, pattern: Callable[[], re.Pattern[str]]) -> list[str] | None:
+    """`value` split around each place it names the path (`text`, matched by `pattern()`, which is made
+    only for a string that holds the text); None if none."""
+    if text not in value or len(pieces := pattern().split(value)) == 1:
         return None
     return pieces
 
 
-def _plan(value: Any, text: str, pattern: re.Pattern[str]) -> _Plan | None:
+def _plan(value: Any, text: str, pattern: Callable[[], re.Pattern[str]]) -> _Plan | None:
     """The plan for a dict or list (the facts are a list of records)."""
     items: Any = value.items() if type(value) is dict else enumerate(value)
     plan: dict[Any, _Plan] = {}
