@@ -48,6 +48,10 @@ PROPERTIES: dict[str, tuple[Any, Callable[[], Callable[[Any], None]]]] = {
         fuzzing.confused_jobs(fuzzing.SIDE_FIELDS),
         lambda: lambda j: fuzzing.check_confused(j, fuzzing.engine("cel-python"), must_fail=True),
     ),
+    "confused-examples": (
+        fuzzing.confused_examples(),
+        lambda: lambda j: fuzzing.check_retyped(j, fuzzing.engine()),
+    ),
     "confused-core-fields": (
         fuzzing.confused_jobs(fuzzing.SIDE_FIELDS + fuzzing.CORE_FIELDS),
         lambda: lambda j: fuzzing.check_confused(j, fuzzing.engine(), must_fail=False),

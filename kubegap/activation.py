@@ -32,7 +32,7 @@ def expressions(policy: Policy) -> Iterator[str]:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Group:
     """Policies whose parameter names do not clash, so one activation can carry all their parameters."""
 

@@ -49,7 +49,7 @@ SCOPE_BINDINGS: Mapping[str, tuple[str, ...]] = {
 Outcomes = dict[tuple[int, int], dict[str, tuple[Any, ...]]]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ScopeProgram:
     program: Program
     policies: tuple[CompiledPolicy, ...]  # in the order of the program's per-unit list
@@ -69,8 +69,9 @@ def build(
                 members.setdefault(id(group_of[id(policy)]), []).append(policy)
         for group, chosen in members.items():
             body = f"[{', '.join(p.batches[scope].source for p in chosen)}]"
-            globbed = ("globbed",) if group_of[id(chosen[0])].globber is not None else ()
-            for name in reversed((*names, *globbed)):
+            # each unit's values, bound innermost first (a list: mypyc cannot reverse this tuple's type)
+            bound = [*names, "globbed"] if group_of[id(chosen[0])].globber is not None else [*names]
+            for name in reversed(bound):
                 body = f"[{_UNIT}.{name}].map({name}, {body})[0]"
             source = f"{units_variable(scope)}.map({_UNIT}, {body})"
             try:

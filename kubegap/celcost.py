@@ -47,7 +47,7 @@ _TOKEN = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Cost:
     """Cost units as a polynomial in the list size N: `terms[k]` is the coefficient of N**k."""
 

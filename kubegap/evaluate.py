@@ -48,12 +48,12 @@ class DeadlineExceeded(KubegapError):
     """Evaluation ran past its deadline (the webhook's share of the API server's timeout)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Context:
     configmaps: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Evaluation:
     ref: ObjectRef
     supported: bool

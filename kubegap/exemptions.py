@@ -19,7 +19,7 @@ _RULES = re.compile(r"^\s*([a-z0-9][a-z0-9-]*(?:\s*,\s*[a-z0-9][a-z0-9-]*)*)\s*:
 _UNTIL = re.compile(r"^\s*until\s+([^:]*?)\s*:\s*(.*)$", re.S)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Exemption:
     reason: str  # empty when it exempts nothing
     rules: frozenset[str] | None = None  # None: every rule of the policy

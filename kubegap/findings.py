@@ -12,7 +12,7 @@ from typing import Any, TypedDict, Unpack
 from kubegap import raw
 from kubegap.enginerules import UNRESOLVED_COUNT
 from kubegap.impact import Inputs, gpu_hours_text
-from kubegap.records import changed, record
+from kubegap.records import changed
 
 
 class Severity(enum.Enum):
@@ -48,7 +48,7 @@ class Result(enum.Enum):
     SKIP = "skip"  # exempted by annotation; the reason is in the message
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ObjectRef:
     api_version: str
     kind: str
@@ -81,7 +81,7 @@ class ObjectRef:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Impact:
     """What fixing a failing finding is worth under the cost model (docs/cost-model.md)."""
 
@@ -108,7 +108,7 @@ class Impact:
         return f"fixing saves ≈ {gpu_hours_text(self.saved)} GPU-h/month"
 
 
-@record
+@dataclass(slots=True, unsafe_hash=True)
 class Finding:
     policy: str
     rule: str
@@ -212,7 +212,7 @@ def moved_to(findings: Iterable[Finding], ref: ObjectRef) -> tuple[Finding, ...]
     )  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Check:
     """Who reports a result: the policy and its rule, how severe a failure is, and how to fix it."""
 
@@ -270,7 +270,7 @@ def _result(check: Check, result: Result, message: str, at: ObjectRef, where: Wh
     return Finding(check.policy, check.rule, check.severity, result, message, check.remediation, at, **where)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class WorkloadCost:
     """A training workload's expected loss a month, and what each failing rule's fix would save."""
 
@@ -355,7 +355,7 @@ class Summary:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Counts:
     """One object's results counted as `Summary.add` counts them, in plain tuples: what an audit worker
     sends of each object. A `Summary` of two `Counter`s took the audit process 15 µs an object to unpickle

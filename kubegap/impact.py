@@ -20,12 +20,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kubegap import durations
-from kubegap.records import record
 
 MONTH_HOURS = 720.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ImpactSettings:
     """The `impact:` section of the config file (and `--set impact.NAME=VALUE`)."""
 
@@ -73,7 +72,7 @@ def settings_from(values: Mapping[str, Any], base: ImpactSettings | None = None)
     return replace(base or ImpactSettings(), **changes)
 
 
-@record
+@dataclass(slots=True, unsafe_hash=True)
 class Term:
     """One model input in hours, with where it came from (shown to the user beside the figure)."""
 
@@ -92,7 +91,7 @@ def _hours_json(hours: float) -> tuple[float, str]:
     return round(hours, 6), durations.format_seconds(hours * 3600)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Inputs:
     gpus: int  # N
     failures_per_gpu_hour: float  # λ
@@ -133,7 +132,12 @@ class Inputs:
 def lost_gpu_hours(inputs: Inputs) -> float:
     """G: expected GPU-hours lost a month."""
     per_failure = inputs.detection.hours + inputs.restart.hours + inputs.rework / 2
-    saves = MONTH_HOURS / inputs.interval.hours * inputs.save.hours if inputs.interval else 0.0
+    # τ = 0 (a declared 0s, a step time of 0) would be saves without pause: not counted, never a division
+    saves = (
+        MONTH_HOURS / inputs.interval.hours * inputs.save.hours
+        if inputs.interval and inputs.interval.hours > 0
+        else 0.0
+    )
     slow = MONTH_HOURS * inputs.tax / (1 + inputs.tax)
     return inputs.gpus * (inputs.failures * per_failure + saves + slow)
 

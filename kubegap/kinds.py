@@ -42,7 +42,7 @@ def _as_claim(
     return claim.gather_claim(obj)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Kind:
     info: KindInfo
     templates: workloads.Extract | None  # None: not a workload (a Node, a DRA claim)

@@ -90,7 +90,7 @@ class Memo:
         self.hits = 0
 
     def key(
-        self, obj: Mapping[str, Any], configmaps: Mapping[tuple[str, str], Mapping[str, str]]
+        self, obj: Mapping[Any, Any], configmaps: Mapping[tuple[str, str], Mapping[str, str]]
     ) -> bytes | None:
         """The digest of what an evaluation of `obj` reads; None where it is not remembered."""
         metadata = obj.get("metadata")

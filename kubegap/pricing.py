@@ -22,7 +22,7 @@ HANG_HOURS = 0.5  # IL-0421: a collective with nothing to end it hung 30 minutes
 ASYNC_VARIABLES = ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Situation:
     """What the manifest says about each model term, before the terms are combined into Inputs."""
 
@@ -231,7 +231,7 @@ TERMS_WITH_PARAM = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Pricing:
     """How one validation's fix is priced: the model term and the parameter value (seconds) it sets; or,
     with no term, why the model cannot price it."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from kubegap.fieldpath import FieldPath
 
-_EMPTY: Mapping[str, Any] = {}
+_EMPTY: Mapping[Any, Any] = {}
 
 
 # What parsers give besides dicts: none of them is a mapping, which exact tests tell far faster than the
@@ -21,9 +21,10 @@ def is_mapping(value: Any) -> bool:
     return kind is dict or (kind not in _PLAIN and isinstance(value, Mapping))
 
 
-def mapping(value: Any) -> Mapping[str, Any]:
+def mapping(value: Any) -> Mapping[Any, Any]:
     """The value if it is a mapping, else an empty one (`is_mapping`, written out: this is called
-    hundreds of times per object, and a call costs more than the test)."""
+    hundreds of times per object, and a call costs more than the test). Its keys are as the parser gave
+    them: YAML's may be numbers, so they are not typed as text (compiled code checks declared types)."""
     kind = type(value)
     return value if kind is dict or (kind not in _PLAIN and isinstance(value, Mapping)) else _EMPTY
 

@@ -1,27 +1,21 @@
-"""Records that mypy holds immutable but that are plain dataclasses at run time.
+"""Records built by the thousand per object, rebuilt field by field.
 
-A frozen dataclass sets each field through `object.__setattr__`: 2.5 µs for a finding's 18 fields against
-0.6 µs (measured). Findings (every pass is one: 54 for a typical object) and evaluation units (a 64-job
-JobSet has 129) are built by the thousand, and nothing in kubegap assigns to them after. So are the small
-records facts are read into, per object: an environment variable (a 16-worker PyTorchJob with 50 of them
-per container builds 100: 2.6 against 0.85 µs each, measured), a template and its containers, a token,
-a reading, a declaration, a cost-model term.
+The records kubegap builds per object (findings, the parts facts are read into, units) are slots
+dataclasses, `@dataclass(slots=True, unsafe_hash=True)`. They are not frozen at run time: a frozen
+dataclass sets each field through `object.__setattr__` (2.5 µs for a finding's 18 fields against 0.6 µs,
+measured), and nothing in kubegap assigns to one once built. It is also the one form mypyc compiles as a
+dataclass (setup.py): to mypyc, a decorator of kubegap's own makes a class whose `==` is identity, and a
+frozen compiled record cannot be unpickled, as lint's and the audit's worker processes do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from operator import attrgetter
-from typing import Any, TypeVar, dataclass_transform
+from typing import Any, TypeVar
 
 _T = TypeVar("_T")
-
-
-@dataclass_transform(frozen_default=True)
-def record(cls: type[_T]) -> type[_T]:
-    """A slots dataclass, immutable to mypy; `unsafe_hash` keeps it hashable, as a frozen one is."""
-    return dataclass(slots=True, unsafe_hash=True)(cls)
 
 
 _Fields = tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]

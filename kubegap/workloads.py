@@ -23,21 +23,20 @@ from typing import TYPE_CHECKING, Any
 
 from kubegap import raw
 from kubegap.fieldpath import FieldPath
-from kubegap.records import record
 
 if TYPE_CHECKING:
     from kubegap.facts.disruption import DisruptionReader
     from kubegap.facts.lifecycle import RestartReader
 
 
-@record
+@dataclass(slots=True, unsafe_hash=True)
 class Container:
     name: str
     path: FieldPath  # absolute path of the container mapping inside the object
     spec: Mapping[str, Any]  # the container mapping (TrainJob: built from spec.trainer)
 
 
-@record
+@dataclass(slots=True, unsafe_hash=True)
 class PodTemplate:
     role: str
     path: FieldPath  # absolute path of the pod template ({metadata, spec}); () for a Pod
@@ -48,7 +47,7 @@ class PodTemplate:
     pod_level: bool = True  # False for TrainJob's trainer: pod-level validations do not apply
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Workload:
     group: str  # API group, "" for the core group
     kind: str
@@ -59,7 +58,7 @@ class Workload:
     disruptions: DisruptionReader | None = None  # whether disrupted pods spare the restart budget
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class KindInfo:
     """How to find a kind in a cluster: audit lists `plural` at the first of `versions` the server serves."""
 

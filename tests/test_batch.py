@@ -3,7 +3,6 @@ error in one validation is still reported for that validation only."""
 
 from __future__ import annotations
 
-import copy
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -21,8 +20,9 @@ EXAMPLES = list(testing.discover(Path(str(files("kubegap.policies")))))
 
 
 def _alone(engine: Engine) -> Engine:
-    """The same engine with no scope programs: every validation runs alone, as before batching."""
-    alone = copy.copy(engine)
+    """An engine like `engine` with no scope programs: every validation runs alone, as before batching."""
+    alone = Engine(engine.compiled, engine.catalogue, engine.backend, engine.impact)
+    alone.known_annotations = engine.known_annotations  # the policies loaded but not run are not given
     alone.scope_programs = {}
     alone.memo = None  # evaluated anew, not remembered from the engine it copies
     return alone

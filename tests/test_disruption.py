@@ -44,6 +44,18 @@ def test_job(rules: list[dict[str, Any]] | None, restart: str, ignored: bool) ->
     assert found is not None and found["ignored"] is ignored
 
 
+@pytest.mark.parametrize(
+    ("restart", "path"),
+    [
+        ("Never", "spec.podFailurePolicy"),  # where the rule that ignores disruptions would go
+        ("OnFailure", "spec.template.spec.restartPolicy"),  # what must change before any rule can apply
+    ],
+)
+def test_the_path_is_the_field_to_change(restart: str, path: str) -> None:
+    found = kinds.disruptions("batch", "Job", batch_job(None, restart))
+    assert found is not None and found["path"] == path
+
+
 def jobset(rules: list[dict[str, Any]], pod_rules: list[dict[str, Any]] | None) -> dict[str, Any]:
     job = batch_job(pod_rules)["spec"]
     return {

@@ -66,6 +66,25 @@ def test_no_checkpoint_loses_half_the_run_and_pays_no_save() -> None:
     assert lost_gpu_hours(none) == pytest.approx(4096 * 40 * per_failure)
 
 
+def test_an_interval_of_zero_counts_no_saves() -> None:
+    per_failure = 0.5 + 10 / 60
+    assert lost_gpu_hours(_il0421(0)) == pytest.approx(4096 * 40 * per_failure)
+
+
+def test_a_workload_declaring_an_interval_of_zero_is_priced(engine: Engine) -> None:
+    """A TrainJob declaring `kubegap.dev/checkpoint-interval: 0` made the engine divide by zero."""
+    trainer = {"command": ["torchrun", "sft.py"], "resourcesPerNode": {"limits": {"nvidia.com/gpu": 8}}}
+    job = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "sft", "annotations": {"kubegap.dev/checkpoint-interval": 0}},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": trainer},
+    }
+    evaluation = engine.evaluate(job)
+    assert evaluation.cost is not None and evaluation.cost.inputs.interval is not None
+    assert evaluation.cost.inputs.interval.hours == 0.0 and math.isfinite(evaluation.cost.lost)
+
+
 def test_a_throughput_tax_adds_its_share_of_the_month() -> None:
     taxed = replace(_il0421(10), tax=0.036)
     extra = lost_gpu_hours(taxed) - lost_gpu_hours(_il0421(10))

@@ -18,7 +18,8 @@ from kubegap import kinds, memo, testing
 from kubegap.audit import configmaps
 from kubegap.config import Settings
 from kubegap.evaluate import Context, DeadlineExceeded, Engine, build_engine
-from kubegap.findings import Finding, ObjectRef, Result, moved_to
+from kubegap.findings import Finding, Impact, ObjectRef, Result, Severity, moved_to
+from kubegap.impact import Inputs, Term
 from tests.test_evaluate import engine_for, policy_text, pytorchjob
 
 _DATA = Path(__file__).parent / "data"
@@ -126,7 +127,7 @@ def test_the_date_and_the_configmaps_read_are_part_of_the_digest(monkeypatch: py
     obj = _owned(pytorchjob())
     key = kept.key(obj, {})
     assert kept.key(obj, {("ml", "nccl"): {"NCCL_DEBUG": "INFO"}}) != key
-    monkeypatch.setattr(memo, "today", lambda: "2099-01-01")
+    monkeypatch.setattr(time, "time", lambda: 4_102_444_800.0)  # 2100-01-01: memo.today() reads the clock
     assert kept.key(obj, {}) != key
 
 
@@ -181,8 +182,21 @@ def test_many_configmaps_are_not_worth_a_digest() -> None:
 
 
 def test_moved_to_keeps_every_field_but_the_object() -> None:
-    values: dict[str, Any] = {f.name: f"value of {f.name}" for f in dataclasses.fields(Finding)}
-    values["object"] = ObjectRef("v1", "Pod", "a", "b")
+    # every field a value of its type that no default has, so that a field moved_to forgets is told
+    inputs = Inputs(8, 2e-5, Term(0.5, "d"), Term(0.2, "r"), None, Term(72.0, "t"), Term(0.01, "s"))
+    typed: dict[str, Any] = {
+        "severity": Severity.CRITICAL,
+        "result": Result.SKIP,
+        "object": ObjectRef("v1", "Pod", "a", "b"),
+        "impact": Impact(12.5, None, inputs, None),
+        "document": 7,
+        "line": 8,
+        "column": 9,
+        "unresolved": ("value of unresolved",),
+        "containers": ("value of containers",),
+        "roles": ("value of roles",),
+    }
+    values = {f.name: typed.get(f.name, f"value of {f.name}") for f in dataclasses.fields(Finding)}
     finding = Finding(**values)
     ref = ObjectRef("v1", "Pod", "a", "c")
     assert moved_to([finding], ref) == (dataclasses.replace(finding, object=ref),)

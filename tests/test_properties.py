@@ -47,6 +47,14 @@ def test_type_confused_core_fields_never_crash_the_engine(job: dict[str, Any]) -
     fuzzing.check_confused(job, fuzzing.engine(), must_fail=False)
 
 
+@settings(max_examples=500, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fuzzing.confused_examples())
+def test_any_value_of_any_example_retyped_never_crashes_the_engine(obj: dict[str, Any]) -> None:
+    """Compiled modules check declared types at run time (setup.py): a type that input can break is a
+    crash there, where pure Python may go on."""
+    fuzzing.check_retyped(obj, fuzzing.engine())
+
+
 @BOUNDED
 @given(fuzzing.shell_lines())
 def test_shell_words_agree_with_shlex(line: str) -> None:

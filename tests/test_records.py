@@ -7,18 +7,20 @@ import dataclasses
 import pytest
 
 from kubegap.findings import Finding, Impact, ObjectRef, Result, Severity
-from kubegap.records import changed, fields_of, record
+from kubegap.impact import Inputs, Term
+from kubegap.records import changed, fields_of
 
 REF = ObjectRef("v1", "Pod", "team", "trainer")
 FINDING = Finding("p", "r", Severity.LOW, Result.FAIL, "message", "fix", REF, role="Worker", path="spec")
+INPUTS = Inputs(8, 2e-5, Term(0.5, "d"), Term(0.2, "r"), None, Term(72.0, "t"), Term(0.01, "s"))
 
 
-@record
+@dataclasses.dataclass(slots=True, unsafe_hash=True)
 class _One:
     only: int
 
 
-@record
+@dataclasses.dataclass(slots=True, unsafe_hash=True)
 class _None:
     pass
 
@@ -33,7 +35,7 @@ class _Derived:
     "changes",
     [
         {},
-        {"impact": Impact(None, "why", None, None)},
+        {"impact": Impact(None, "why", INPUTS, None)},
         {"roles": ("Worker", "Launcher")},
         {"severity": Severity.CRITICAL, "message": "other"},
         {"policy": "first", "roles": ("last",)},  # the first and last fields

@@ -17,7 +17,7 @@ from kubegap import kinds, testing
 from kubegap.collapse import collapse
 from kubegap.config import Settings
 from kubegap.evaluate import Engine, build_engine
-from kubegap.facts import twins
+from kubegap.facts import Unit, twins
 from kubegap.fieldpath import FieldPath
 from kubegap.findings import Result
 from kubegap.workloads import Container, PodTemplate
@@ -67,10 +67,6 @@ def _twinned(obj: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 yield twin
 
 
-def _separately(templates: Sequence[PodTemplate]) -> list[int | None]:
-    return [None] * len(templates)
-
-
 CASES = [(d, v) for d in _documents() for v in (d, *_twinned(d))]
 
 
@@ -97,7 +93,7 @@ def test_twins_read_once_give_the_facts_and_results_of_reading_each(
     _, obj = CASES[index]
     once_facts = kinds.gather(obj, engine.catalogue, {})
     once = engine.evaluate(obj)
-    monkeypatch.setattr(twins, "originals", _separately)
+    monkeypatch.setattr(twins, "READ_ONCE", False)
     assert kinds.gather(obj, engine.catalogue, {}) == once_facts
     each = engine.evaluate(obj)
     # read separately, every template has its own results: identical ones of twins are then told once
@@ -169,7 +165,7 @@ def test_a_twins_declarations_are_its_originals_at_its_own_path(
     first = "spec.replicatedJobs[0].template.spec.template.metadata.annotations"
     assert once.facts["checkpoint"]["interval"]["path"] == f"{first}['kubegap.dev/checkpoint-interval']"
     assert once.facts["expectedRuntime"]["path"] == f"{first}['kubegap.dev/expected-runtime']"
-    monkeypatch.setattr(twins, "originals", _separately)
+    monkeypatch.setattr(twins, "READ_ONCE", False)
     assert kinds.gather(obj, engine.catalogue, {}) == once
     assert results == collapse(engine.evaluate(obj).results, once.units["template"])
 
@@ -289,28 +285,27 @@ def test_no_bundled_verdict_reads_a_units_place(engine: Engine) -> None:
     assert all(group.twins for group in engine.group_of.values())
 
 
-def test_a_twins_facts_are_moved_only_when_read(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_twins_facts_are_moved_only_when_read(engine: Engine) -> None:
     """A twin whose results are told with its original's never reads its own facts: none are copied."""
-    moves: list[PodTemplate] = []
-    facts = twins.Original.facts
-
-    def counted(self: twins.Original, twin: PodTemplate) -> Any:
-        moves.append(twin)
-        return facts(self, twin)
-
-    monkeypatch.setattr(twins.Original, "facts", counted)
     obj = _jobset([f"j{i}" for i in range(8)])
-    engine.evaluate(obj)
-    assert moves == []
     gathered = kinds.gather(obj, engine.catalogue, {})
     assert gathered is not None
+    engine.evaluate_facts(obj, gathered)
+    moved = [u for u in gathered.units["container"] if _moved(u)]
+    assert moved == [] and len(gathered.units["container"]) == 8
     last = gathered.units["container"][-1]
     assert (
         last.bindings["container"]["path"]
         == "spec.replicatedJobs[7].template.spec.template.spec.containers[0]"
     )
     assert last.bindings["template"]["role"] == "j7"
-    assert [t.path for t in moves] == [("spec", "replicatedJobs", 7, "template", "spec", "template")]
+    assert [u for u in gathered.units["container"] if _moved(u)] == [last]
+
+
+def _moved(unit: Unit) -> bool:
+    """Whether a twin unit's facts have been moved from its original's (kubegap.facts.twins.Deferred)."""
+    bindings = unit.bindings
+    return type(bindings) is twins.Bindings and bindings._facts._facts is not None
 
 
 def test_what_a_twin_could_not_see_is_what_its_own_facts_say(engine: Engine) -> None:

@@ -16,7 +16,6 @@ from types import MappingProxyType
 from kubegap import raw
 from kubegap.facts import shell
 from kubegap.fieldpath import FieldPath
-from kubegap.records import record
 
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)\Z", re.S)
@@ -26,13 +25,13 @@ _MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "orterun", "prterun"})
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-@record
+@dataclass(slots=True, unsafe_hash=True)
 class Token:
     text: str
     path: FieldPath  # the command/args element the token came from
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Assignment:
     name: str
     value: str | None  # None: `mpirun -x NAME` forwards the launcher's own value
@@ -41,7 +40,7 @@ class Assignment:
     position: int = 0  # index in CommandLine.tokens: `-x NAME` sees only what was exported before it
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class CommandLine:
     tokens: tuple[Token, ...]  # every word, scripts expanded, in order
     env: tuple[Assignment, ...] = ()  # export / NAME=VALUE cmd, in order

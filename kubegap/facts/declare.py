@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Scalar:
     name: str  # bool | int | double | string
 
@@ -21,7 +21,7 @@ class Scalar:
         return self.name
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ListOf:
     item: Type
 
@@ -29,7 +29,7 @@ class ListOf:
         return f"list of {self.item.describe()}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class MapOf:
     """A map whose keys come from the object (variable names, annotation keys): any key may be read."""
 
@@ -40,7 +40,7 @@ class MapOf:
         return f"map of {self.keys} to {self.value.describe()}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Field:
     name: str
     type: Type
@@ -50,7 +50,7 @@ class Field:
     globbed: bool = False  # a list of names that `globs` parameters are matched against (kubegap.globbed)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Record:
     """A map whose keys kubegap fixes: reading any other key is an error the policy loader reports."""
 

@@ -50,7 +50,7 @@ def _job(obj: Mapping[str, Any], base: FieldPath) -> dict[str, Any]:
     return {
         "ignored": False,
         "detail": detail,
-        "path": render((*base, "podFailurePolicy") if never else policy),
+        "path": render((*base, "podFailurePolicy")) if never else policy,
     }
 
 
@@ -80,8 +80,8 @@ def _jobset(obj: Mapping[str, Any]) -> dict[str, Any]:
             continue
         reason = "PodFailurePolicy" if _pod_rule(spec, "FailJob") else "BackoffLimitExceeded"
         rule = _first_rule(rules, name, reason)
-        if rule is None or rule.get("action") not in IGNORING:
-            action = rule.get("action") if rule else "RestartJobSet (no rule matches)"
+        action = rule.get("action") if rule else "RestartJobSet (no rule matches)"
+        if not isinstance(action, str) or action not in IGNORING:  # a list there cannot be looked up
             detail = f"a disrupted pod fails replicated job {name} with reason {reason}, handled by {action}"
             return {"ignored": False, "detail": detail, "path": render(("spec", "replicatedJobs", index))}
     return {

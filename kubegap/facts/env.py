@@ -14,12 +14,11 @@ from typing import Any
 from kubegap import raw
 from kubegap.facts.argv import Assignment
 from kubegap.fieldpath import FieldPath
-from kubegap.records import record
 
 ConfigMaps = Mapping[tuple[str, str], Mapping[str, str]]
 
 
-@record
+@dataclass(slots=True, unsafe_hash=True)
 class Variable:
     name: str
     value: str | None  # None when the value cannot be seen
@@ -27,7 +26,7 @@ class Variable:
     source: str  # "env", "ConfigMap ns/name", "Secret name", "export", "mpirun -x", …
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Environment:
     variables: Mapping[str, Variable]  # the effective entry per name
     unresolved: tuple[str, ...]  # human descriptions of sources whose contents are unknown

@@ -12,14 +12,14 @@ from kubegap import durations, globs, schema
 from kubegap.errors import PolicyError
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class OnlyIf:
     flags: frozenset[str]
     values: frozenset[str]  # lower-cased: command-line values are compared case-insensitively
     or_unset: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Knob:
     # collectiveTimeout, checkpointInterval, checkpointSteps, checkpointDisabled, checkpointUnbounded,
     # stepTime, checkpointSaveTime, expectedRuntime; and, read as text (unit path or switch, never
@@ -54,7 +54,7 @@ class Knob:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Framework:
     name: str
     default_timeout: float | None  # seconds
@@ -62,7 +62,7 @@ class Framework:
     flags: frozenset[str]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Catalogue:
     gpu_resources: tuple[str, ...]
     accelerator_resources: tuple[str, ...]  # GPU resources included

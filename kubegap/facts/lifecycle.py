@@ -19,14 +19,14 @@ _DEFAULT_RESTART_POLICY = {"PyTorchJob": "OnFailure"}
 RESTARTING = frozenset({"OnFailure", "Always", "ExitCode"})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Restart:
     enabled: bool
     detail: str  # what was read, for the message
     path: FieldPath  # the deciding field, or its parent when unset
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class RestartReader:
     """How one kind restarts failed runs: `read` decides, `text` says how for docs/kinds.md."""
 

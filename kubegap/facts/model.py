@@ -10,14 +10,13 @@ from kubegap import durations
 from kubegap.facts import env, readings
 from kubegap.facts.knobs import Catalogue
 from kubegap.fieldpath import FieldPath, render
-from kubegap.records import record
 from kubegap.workloads import PodTemplate
 
 # A value that was found, where and from what: (seconds, source text, field path).
 Found = tuple[float, str, FieldPath]
 
 
-@record
+@dataclass(slots=True, unsafe_hash=True)
 class Unit:
     """One evaluation unit: the workload, a pod template, a container or a node."""
 
@@ -27,7 +26,7 @@ class Unit:
     container: str | None = None
     path: FieldPath | None = None  # where a finding points when the validation names no field
     # (path of the annotations map, the map): exemptions are looked up here, nearest first
-    annotations: tuple[tuple[FieldPath, Mapping[str, Any]], ...] = ()
+    annotations: tuple[tuple[FieldPath, Mapping[Any, Any]], ...] = ()  # keys as the parser gave them
     # The same unit of an identical template (kubegap.facts.twins): its bindings differ from this one's only
     # in field paths and the role, so a verdict that reads neither is the same for both.
     original: Unit | None = field(default=None, compare=False, repr=False)
@@ -38,7 +37,7 @@ class Unit:
         return render(self.path) if self.path is not None else None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class InvalidDeclaration:
     annotation: str
     text: str
@@ -46,7 +45,7 @@ class InvalidDeclaration:
     path: FieldPath
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class UnreadableCount:
     """An accelerator count kubegap cannot read (`${GPUS}`, `__SLOTS__`, empty): it counts 0, and says so."""
 
@@ -55,7 +54,7 @@ class UnreadableCount:
     path: FieldPath
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ObjectFacts:
     facts: Mapping[str, Any]
     units: Mapping[str, tuple[Unit, ...]]

@@ -18,7 +18,7 @@ POD_LIFETIME = frozenset({"emptyDir", "ephemeral"})
 READ_ONLY = frozenset({"configMap", "secret", "downwardAPI", "projected"})
 
 
-def _kind(volume: Mapping[str, Any]) -> str:
+def _kind(volume: Mapping[Any, Any]) -> str:  # its keys as the parser gave them
     return next((str(k) for k in volume if k != "name"), "")
 
 

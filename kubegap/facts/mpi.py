@@ -11,7 +11,7 @@ from kubegap.facts.knobs import Catalogue
 from kubegap.workloads import Workload
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Launch:
     """What mpirun/mpiexec in any container hands to every rank (RULES.md §1)."""
 

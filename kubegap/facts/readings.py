@@ -13,14 +13,13 @@ from kubegap.facts import argv
 from kubegap.facts.env import SOURCED, Environment
 from kubegap.facts.knobs import Catalogue, Framework, Knob
 from kubegap.fieldpath import FieldPath
-from kubegap.records import record
 
 _VAR_REF = re.compile(
     r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\(([A-Za-z_][A-Za-z0-9_]*)\)|([A-Za-z_][A-Za-z0-9_]*))\Z"
 )
 
 
-@record
+@dataclass(slots=True, unsafe_hash=True)
 class Reading:
     setting: str
     value: float | None  # seconds, or steps for checkpointSteps; None for checkpointDisabled/Unbounded
@@ -28,7 +27,7 @@ class Reading:
     path: FieldPath  # absolute
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Unreadable:
     """A knob whose value is there but cannot be read (a Secret, a variable, a typo)."""
 
@@ -165,7 +164,7 @@ def framework(catalogue: Catalogue, cmd: argv.CommandLine) -> Framework | None:
     return next((f for f in catalogue.frameworks if f.tokens & words or f.flags & flags), None)
 
 
-@record
+@dataclass(slots=True, unsafe_hash=True)
 class Declaration:
     annotation: str
     text: str

@@ -36,7 +36,7 @@ _THROUGH = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class _Names:
     """`params`, `paramsText`, `variables`: fixed names with values the contract does not type."""
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Setting:
     """A knob setting of the catalogue (`setting:` in policies/knobs.yaml)."""
 

@@ -34,9 +34,16 @@ def _same(a: PodTemplate, b: PodTemplate) -> bool:
     )
 
 
+# False: every template is read on its own, as if none had a twin. The tests compare the two ways; set
+# here rather than by replacing `originals`, which compiled callers call directly (setup.py).
+READ_ONCE = True
+
+
 def originals(templates: Sequence[PodTemplate]) -> list[int | None]:
     """For each template, the index of the first earlier template it is a twin of; None for the first of
     its kind. A template without a path (a bare Pod) has no twins."""
+    if not READ_ONCE:
+        return [None] * len(templates)
     out: list[int | None] = []
     distinct: list[int] = []
     for index, template in enumerate(templates):

@@ -24,10 +24,9 @@ from kubegap.facts import (
 from kubegap.facts.knobs import Catalogue
 from kubegap.facts.model import InvalidDeclaration, ObjectFacts, Scratch, Unit, UnreadableCount
 from kubegap.fieldpath import FieldPath, render
-from kubegap.records import record
 from kubegap.workloads import PodTemplate, Workload
 
-_Annotations = tuple[tuple[FieldPath, Mapping[str, Any]], ...]
+_Annotations = tuple[tuple[FieldPath, Mapping[Any, Any]], ...]  # keys as the parser gave them
 
 
 @dataclass(slots=True)
@@ -118,7 +117,7 @@ def _commands(
     return parsed, counts
 
 
-@record
+@dataclass(slots=True, unsafe_hash=True)
 class _Read:
     """What reading one template added, so that its twins add the same at their own paths."""
 

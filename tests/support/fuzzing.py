@@ -12,12 +12,15 @@ import functools
 import json
 import re
 import shlex
+from collections.abc import Iterator
+from importlib.resources import files
+from pathlib import Path
 from typing import Any
 
 import yaml
 from hypothesis import strategies as st
 
-from kubegap import durations, lint, manifests, raw
+from kubegap import durations, lint, manifests, raw, testing
 from kubegap.config import Settings
 from kubegap.enginerules import INVALID_MANIFEST
 from kubegap.evaluate import Engine, build_engine
@@ -173,6 +176,46 @@ def confused_jobs(draw: st.DrawFn, fields: tuple[tuple[str | int, ...], ...]) ->
     return job
 
 
+@st.composite
+def confused_examples(draw: st.DrawFn) -> dict[str, Any]:
+    """A bundled policy example with up to three of its values, anywhere, replaced by values of another
+    type, or filed under a key that is not text (YAML allows numbers, booleans and null as keys)."""
+    obj: dict[str, Any] = copy.deepcopy(draw(st.sampled_from(_examples())))
+    for _ in range(draw(st.integers(1, 3))):
+        paths = list(_paths(obj))
+        if not paths:
+            break
+        path = draw(st.sampled_from(paths))
+        parent: Any = obj
+        for part in path[:-1]:
+            parent = parent[part]
+        if isinstance(parent, dict) and draw(st.booleans()):
+            parent[draw(_KEYS)] = parent.pop(path[-1])
+        else:  # a copy: a sampled value is one object, which a later change would change everywhere
+            parent[path[-1]] = copy.deepcopy(draw(CONFUSED))
+    return obj
+
+
+_KEYS = st.one_of(st.integers(), st.floats(allow_nan=False), st.booleans(), st.none())
+
+
+@functools.cache
+def _examples() -> list[dict[str, Any]]:
+    root = files("kubegap.policies")
+    found = []
+    for example in testing.discover(Path(str(root))):
+        found += [d for d in yaml.safe_load_all(example.path.read_text()) if isinstance(d, dict)]
+    return found
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """Every place in `value` below its root: (key or index, ...)."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, inner in items:
+        yield (*path, key)
+        yield from _paths(inner, (*path, key))
+
+
 @functools.cache
 def _failing_job() -> dict[str, Any]:
     job: dict[str, Any] = yaml.safe_load(FAILING_PYTORCHJOB)
@@ -200,6 +243,11 @@ def check_confused(job: dict[str, Any], engine: Engine, must_fail: bool) -> None
         failing = [r for r in evaluation.results if r.result in (Result.FAIL, Result.ERROR)]
         assert failing, [(r.policy, r.rule, r.result.value) for r in evaluation.results]
     json.dumps([r.to_json() for r in evaluation.results])  # every result renders
+
+
+def check_retyped(obj: dict[str, Any], engine: Engine) -> None:
+    """Never a crash, whatever the kind became; every result renders."""
+    json.dumps([r.to_json() for r in engine.evaluate(obj).results])
 
 
 @functools.cache
