@@ -14,8 +14,13 @@ ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm@sha256:65a93d69fa75478d554f4ad27c8
 
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PIP_ROOT_USER_ACTION=ignore
+# A C compiler for this stage only: the wheel compiles the engine's per-object modules with mypyc
+# (setup.py), and the runtime stage takes the compiled environment, not the compiler.
+RUN apt-get update \
+ && apt-get install --yes --no-install-recommends gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY pyproject.toml README.md LICENSE constraints.txt ./
+COPY pyproject.toml setup.py README.md LICENSE constraints.txt ./
 COPY kubegap ./kubegap
 COPY policies ./policies
 RUN python -m pip wheel --no-deps --wheel-dir /dist .

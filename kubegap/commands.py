@@ -1,4 +1,5 @@
-"""Small commands: `kubegap version` (with the policy set's digest) and `kubegap completion SHELL`."""
+"""Small commands: `kubegap version` (with whether it runs compiled, and the policy set's digest) and
+`kubegap completion SHELL`."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ def _version_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _version(args: argparse.Namespace) -> int:
-    from kubegap import policyset
+    from kubegap import native, policyset
     from kubegap.evaluate import build_engine
     from kubegap.options import settings_from_args
 
@@ -24,7 +25,7 @@ def _version(args: argparse.Namespace) -> int:
     engine = build_engine(settings)  # the same checks as a run: a broken policy set is an error here too
     ids = ", ".join(p.id for p in engine.policies)
     digest = policyset.of_settings(settings)
-    print(f"kubegap {__version__}")
+    print(f"kubegap {__version__}, {native.state().describe()}")
     print(f"policy set {digest} ({len(engine.policies)} policies: {ids})")
     return 0
 

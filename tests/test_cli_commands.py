@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kubegap import cli
+from kubegap import cli, native
 
 TRAIN = str(Path(__file__).parent / "data" / "engine" / "train.yaml")
 
@@ -47,12 +47,12 @@ def test_verbose_after_the_command_word(capsys: pytest.CaptureFixture[str]) -> N
 def test_version_names_the_policy_set_and_changes_with_it(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "version")
     first, second = out.splitlines()
-    assert code == 0 and first.startswith("kubegap ")
+    assert code == 0 and first.startswith("kubegap ") and first.endswith(native.state().describe())
     assert second.startswith("policy set ") and " policies: checkpoint-interval," in second
     again = run(capsys, "version")[1]
     assert again == out  # the digest is stable
     changed = run(capsys, "version", "--set", "nccl-timeout.maxCollectiveTimeout=20m")[1]
-    assert changed.split()[4] != out.split()[4]
+    assert changed.splitlines()[1].split()[2] != second.split()[2]
     assert (
         run(capsys, "version", "--policy", "nccl-timeout")[1]
         .splitlines()[1]

@@ -94,3 +94,9 @@ def test_installed_wheel_runs_its_bundled_rules(wheel: Path, tmp_path: Path) -> 
         [str(target / "bin" / "kubegap"), "test"], capture_output=True, text=True, env=env, cwd=tmp_path
     )
     assert tested.returncode == 0, tested.stdout + tested.stderr
+    # compiled where the build could compile (setup.py), and then with every module's source unchanged
+    version = subprocess.run(
+        [str(target / "bin" / "kubegap"), "version"], capture_output=True, text=True, env=env, cwd=tmp_path
+    ).stdout.splitlines()[0]
+    compiled = [n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".so")]
+    assert ("compiled (" in version) == bool(compiled) and "install again" not in version, version

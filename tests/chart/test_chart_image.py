@@ -91,6 +91,7 @@ def test_multi_stage_slim_non_root_with_kubegap_entrypoint() -> None:
     assert runtime.args("RUN") == []
     assert runtime.args("COPY") == ["--from=build /opt/kubegap /opt/kubegap"]
     assert any("pip uninstall --yes pip" in run for run in build.args("RUN"))
+    assert any("install" in run and " gcc " in run for run in build.args("RUN"))  # compiled (setup.py)
 
 
 def test_dockerignore_admits_exactly_what_the_build_copies() -> None:
@@ -101,7 +102,7 @@ def test_dockerignore_admits_exactly_what_the_build_copies() -> None:
     assert (
         copied
         == admitted
-        == {"pyproject.toml", "README.md", "LICENSE", "constraints.txt", "kubegap", "policies"}
+        == {"pyproject.toml", "setup.py", "README.md", "LICENSE", "constraints.txt", "kubegap", "policies"}
     )
 
 
@@ -132,7 +133,11 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     command = [sys.executable, *command[1:]]
     command[command.index("/dist")] = str(dist)
     command.insert(-1, "--no-build-isolation")  # isolation would download the build backend
-    proc = subprocess.run(command, cwd=context, capture_output=True, text=True, timeout=300, check=False)
+    # Pure Python: what compiling gives is tested once, on the project's own wheel (tests/test_packaging.py)
+    env = {**os.environ, "KUBEGAP_PURE_PYTHON": "1"}
+    proc = subprocess.run(
+        command, cwd=context, capture_output=True, text=True, timeout=300, check=False, env=env
+    )
     if proc.returncode != 0 and _setuptools_version() < (77,):
         # The SPDX `license = "..."` string of pyproject.toml needs setuptools >= 77 (PEP 639); a venv
         # made by Python 3.11 starts with 65. Docker's build isolation fetches a current one.
