@@ -75,6 +75,12 @@ class OptionalBuild(build_ext):
 
     def run(self) -> None:
         package = ROOT / "kubegap" if self.inplace else Path(self.build_lib) / "kubegap"
+        # what an earlier build compiled, which a module since left out of COMPILED would still import
+        if self.inplace:
+            _remove_compiled()
+        else:
+            for path in Path(self.build_lib).rglob("*.so"):
+                path.unlink()
         (package / BUILT).unlink(missing_ok=True)
         if not self.extensions:
             return

@@ -12,7 +12,7 @@ from typing import Any, TypedDict, Unpack
 from kubegap import raw
 from kubegap.enginerules import UNRESOLVED_COUNT
 from kubegap.impact import Inputs, gpu_hours_text
-from kubegap.records import changed
+from kubegap.records import changed, fields_of
 
 
 class Severity(enum.Enum):
@@ -108,7 +108,7 @@ class Impact:
         return f"fixing saves ≈ {gpu_hours_text(self.saved)} GPU-h/month"
 
 
-@dataclass(slots=True, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True, init=False)
 class Finding:
     policy: str
     rule: str
@@ -134,6 +134,41 @@ class Finding:
     scope: str = "workload"
     # Every identical pod template (role) the finding was told once for (kubegap.collapse); empty: `role`.
     roles: tuple[str, ...] = ()
+
+    # Written out, not made by `dataclass`: mypyc compiles only a constructor written in the class (setup.py),
+    # and a typical object builds about 30 findings (a generated one took 0.4 µs each, compiled).
+    def __init__(
+        self,
+        policy: str,
+        rule: str,
+        severity: Severity,
+        result: Result,
+        message: str,
+        remediation: str,
+        object: ObjectRef,
+        role: str | None = None,
+        container: str | None = None,
+        path: str | None = None,
+        file: str | None = None,
+        document: int | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        unresolved: tuple[str, ...] = (),
+        impact: Impact | None = None,
+        containers: tuple[str, ...] = (),
+        scope: str = "workload",
+        roles: tuple[str, ...] = (),
+    ) -> None:
+        self.policy, self.rule, self.severity, self.result = policy, rule, severity, result
+        self.message, self.remediation, self.object = message, remediation, object
+        self.role, self.container, self.path, self.file = role, container, path, file
+        self.document, self.line, self.column, self.unresolved = document, line, column, unresolved
+        self.impact, self.containers, self.scope, self.roles = impact, containers, scope, roles
+
+    def __reduce__(self) -> tuple[type[Finding], tuple[Any, ...]]:
+        """Pickled as its constructor's arguments: a compiled class with its own constructor is made by
+        calling it, which pickle's default (an empty object, then its fields) does not do."""
+        return Finding, fields_of(Finding)[1](self)
 
     def where(self) -> str:
         """`role R, container C` (what is there of it): how every report names the place in a workload."""

@@ -153,7 +153,8 @@ def resolver_hooks(base: type[Any], resolvers: dict[Any, list[Any]]) -> dict[str
     careful = base.resolve
     known: dict[str, str] = {}
 
-    def resolve(self: Any, kind: type[Node], value: Any, implicit: tuple[bool, bool]) -> str:
+    # `implicit`: a pair of bools for a scalar, one bool for a collection (PyYAML's composer)
+    def resolve(self: Any, kind: type[Node], value: Any, implicit: Any) -> str:
         if kind is not ScalarNode:
             return SEQ if kind is SequenceNode else MAP
         if not implicit[0] or value[:1] not in first:

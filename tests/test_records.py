@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 
 import pytest
 
@@ -62,3 +63,10 @@ def test_a_field_the_constructor_does_not_take_is_refused() -> None:
 def test_a_name_that_is_no_field_is_refused() -> None:
     with pytest.raises(ValueError):
         changed(FINDING, colour="red")
+
+
+def test_a_finding_pickles_to_an_equal_one() -> None:
+    """Lint's and fix's worker processes send findings back pickled (the compiled Finding is made by its
+    own constructor, kubegap.findings.Finding.__reduce__)."""
+    finding = changed(FINDING, impact=Impact(12.5, None, INPUTS, None), roles=("Worker", "Launcher"))
+    assert pickle.loads(pickle.dumps(finding)) == finding
