@@ -444,6 +444,9 @@ def main() -> int:
         return _stub_child(args.stub_child, args.page_size)
     if args.floor_child:
         return _floor_child(args.floor_child, args.page_size)
+    from kubegap import native
+
+    print(f"kubegap: {native.state().describe()}", flush=True)  # the audits run the same install
     rows = []
     with tempfile.TemporaryDirectory(prefix="kubegap-bench-audit-") as tmp:
         for stub in (False, True) if args.stub_engine else (False,):

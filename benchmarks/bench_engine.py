@@ -30,6 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from webhook_payloads import copies, jobset, owned, pytorchjob
 
+from kubegap import native
 from kubegap.cli import GC_THRESHOLDS
 from kubegap.config import Settings
 from kubegap.evaluate import Engine, build_engine
@@ -77,7 +78,10 @@ def main() -> int:
         ("jobset64", jobset(64), None, max(20, args.count // 20)),
     ]
     clock = "wall" if args.wall else "CPU"
-    print(f"engine per object ({args.backend}, {clock} time), {len(engine.compiled)} policies")
+    print(
+        f"engine per object ({args.backend}, {clock} time), {len(engine.compiled)} policies, "
+        f"{native.state().describe()}"
+    )
     for name, obj, target, count in cases:
         size = len(json.dumps(obj))
         objects = copies(obj, count)

@@ -28,6 +28,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus
 
+from kubegap import native
 from kubegap.cel import CelError
 from kubegap.config import Settings
 from kubegap.evaluate import build_engine
@@ -128,6 +129,7 @@ def main() -> None:
         print(
             f"corpus: {len(paths)} manifests, {size / len(paths) / 1024:.1f} KiB each, {size / 2**20:.1f} MiB"
         )
+        print(f"kubegap: {native.state().describe()}")
         t_floor = best(args.repeat, lambda: floor(paths))
         print(f"parse-only floor (yaml.load_all, C loader):   {t_floor:7.3f} s")
         cpu = time.process_time()

@@ -48,6 +48,7 @@ from webhook_payloads import payloads, renamed, variants
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "out"
 sys.path.insert(0, str(ROOT))
+from kubegap import native  # noqa: E402
 from kubegap.memo import CAPACITY  # noqa: E402
 from tests.webhook.stallers import Stallers  # noqa: E402  (the same stalling clients as the tests)
 
@@ -388,6 +389,7 @@ def main() -> int:
     if args.install_wrk:
         subprocess.run(["apt-get", "install", "-y", "wrk"], check=True)
     results: dict[str, Any] = {"cpus": os.cpu_count(), "runs": {}, **vars(args)}
+    print(f"kubegap: {native.state().describe()}", flush=True)  # the server runs the same install
     workdir = Path(tempfile.mkdtemp(prefix="kubegap-bench-"))
     server = Server(workdir, args.workers, args.threads)
     try:
