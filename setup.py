@@ -9,8 +9,8 @@ suite runs against whichever is installed.
 A machine without a C compiler, or `KUBEGAP_PURE_PYTHON=1` at install time, installs the same package as
 plain Python: slower, never different. An editable install that is compiled must be installed again after
 editing a compiled module, since Python prefers the compiled file to the source beside it;
-`kubegap --version` says which is running, and a test fails while a compiled module is older than its
-source (tests/test_compiled.py).
+`kubegap version` says which is running, and a test fails while a compiled module is older than its
+source (kubegap/native.py, tests/test_native.py).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ COMPILED = [
     "kubegap/workloads.py",
 ]
 # Written beside the compiled modules: the digest of each one's source, so that a compiled module left
-# older than its source can be told (kubegap.build).
+# older than its source can be told (kubegap.native).
 BUILT = "_built.json"
 
 
@@ -74,24 +74,26 @@ class OptionalBuild(build_ext):
     """Builds the compiled modules, or leaves the package pure Python where they cannot be built."""
 
     def run(self) -> None:
-        package = ROOT / "kubegap" if self.inplace else Path(self.build_lib) / "kubegap"
         # what an earlier build compiled, which a module since left out of COMPILED would still import
-        if self.inplace:
-            _remove_compiled()
-        else:
-            for path in Path(self.build_lib).rglob("*.so"):
-                path.unlink()
-        (package / BUILT).unlink(missing_ok=True)
+        self._clear()
         if not self.extensions:
             return
         try:
             super().run()
         except Exception as err:  # no compiler, no headers: the Python modules stand
             print(f"kubegap: not compiled ({err}); installing pure Python", file=sys.stderr)
-            _remove_compiled()
+            self._clear()
             return
+        package = ROOT / "kubegap" if self.inplace else Path(self.build_lib) / "kubegap"
         package.mkdir(parents=True, exist_ok=True)
         (package / BUILT).write_text(json.dumps(_digests(), indent=1, sort_keys=True) + "\n")
+
+    def _clear(self) -> None:
+        if self.inplace:
+            _remove_compiled()
+        else:
+            for path in [*Path(self.build_lib).rglob("*.so"), Path(self.build_lib) / "kubegap" / BUILT]:
+                path.unlink(missing_ok=True)
 
 
 def _remove_compiled() -> None:
