@@ -23,7 +23,14 @@ def parse_go(text: str) -> float:
     if body in ("0", "+0", "-0"):
         return 0.0
     if body.startswith(("-", "+")):
+        # a signed zero (`-0s`, `+0h`) is 0, as Go reads it and as the bare `-0` above; any other is refused
+        if body[1:2] not in ("-", "+", "") and _unsigned(body[1:], text) == 0.0:
+            return 0.0
         raise ValueError(f"{text!r}: a negative or signed duration is not a sensible interval")
+    return _unsigned(body, text)
+
+
+def _unsigned(body: str, text: str) -> float:
     total, pos = 0.0, 0
     while pos < len(body):
         match = _GO_PART.match(body, pos)

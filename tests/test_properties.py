@@ -78,7 +78,9 @@ def test_durations_read_what_go_reads(text: str) -> None:
     fuzzing.check_duration(text)
 
 
-@pytest.mark.parametrize("text", ["1\u00b5s", "1\u03bcs", "1.5h30m", ".5s", "1.s", "0"])
+@pytest.mark.parametrize(
+    "text", ["1\u00b5s", "1\u03bcs", "1.5h30m", ".5s", "1.s", "0", "-0h", "+0.0s", "-1s"]
+)
 def test_go_spellings_the_properties_found(text: str) -> None:
     fuzzing.check_duration(text)
 

@@ -208,12 +208,17 @@ def _examples() -> list[dict[str, Any]]:
     return found
 
 
-def _paths(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    """Every place in `value` below its root: (key or index, ...)."""
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, inner in items:
-        yield (*path, key)
-        yield from _paths(inner, (*path, key))
+def _paths(value: Any) -> Iterator[tuple[Any, ...]]:
+    """Every place in `value` below its root, (key or index, ...), down to 64 levels: walked with a stack,
+    since replaced values may nest generated data in generated data."""
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), value)]
+    while stack:
+        path, inner = stack.pop()
+        items = inner.items() if isinstance(inner, dict) else enumerate(inner) if type(inner) is list else ()
+        for key, item in items:
+            yield (*path, key)
+            if len(path) < 64:
+                stack.append(((*path, key), item))
 
 
 @functools.cache
