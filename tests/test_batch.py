@@ -14,6 +14,7 @@ from kubegap import batch, cel, testing
 from kubegap.config import Settings
 from kubegap.evaluate import Engine, build_engine
 from kubegap.findings import Result
+from tests.support.samples import example_objects
 from tests.test_evaluate import engine_for, policy_text, pytorchjob
 
 EXAMPLES = list(testing.discover(Path(str(files("kubegap.policies")))))
@@ -28,19 +29,12 @@ def _alone(engine: Engine) -> Engine:
     return alone
 
 
-def _objects() -> list[dict[str, Any]]:
-    out = []
-    for example in EXAMPLES:
-        out += [d for d in yaml.safe_load_all(example.path.read_text()) if isinstance(d, dict)]
-    return out
-
-
 @pytest.mark.parametrize("backend", cel.BACKENDS)
 def test_batched_results_equal_each_validation_alone_on_every_example(backend: str) -> None:
     engine = build_engine(Settings(cel_backend=backend))
     assert {scope for _, scope in engine.scope_programs} >= {"workload", "template", "container", "node"}
     alone = _alone(engine)
-    objects = _objects()
+    objects = example_objects()
     assert len(objects) > 100
     for obj in objects:
         batched, single = engine.evaluate(obj), alone.evaluate(obj)

@@ -7,28 +7,23 @@ import copy
 import dataclasses
 import datetime
 import time
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from kubegap import kinds, memo, testing
+from kubegap import kinds, memo
 from kubegap.audit import configmaps
 from kubegap.config import Settings
 from kubegap.evaluate import Context, DeadlineExceeded, Engine, build_engine
 from kubegap.findings import Finding, Impact, ObjectRef, Result, Severity, moved_to
 from kubegap.impact import Inputs, Term
+from tests.support.samples import WORKLOAD_FILES, example_objects
 from tests.test_evaluate import engine_for, policy_text, pytorchjob
-
-_DATA = Path(__file__).parent / "data"
 
 
 def _workloads() -> list[dict[str, Any]]:
-    paths = [e.path for e in testing.discover(Path(str(files("kubegap.policies"))))]
-    paths += sorted((_DATA / "workloads").glob("*.yaml"))
-    docs = [d for p in paths for d in yaml.safe_load_all(p.read_text()) if isinstance(d, dict)]
+    docs = example_objects(*WORKLOAD_FILES)
     return [d for d in docs if (row := kinds.row_of(d)) is not None and row.templates is not None]
 
 

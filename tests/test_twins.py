@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator, Sequence
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from kubegap import kinds, testing
+from kubegap import kinds
 from kubegap.collapse import collapse
 from kubegap.config import Settings
 from kubegap.evaluate import Engine, build_engine
@@ -21,18 +19,12 @@ from kubegap.facts import Unit, twins
 from kubegap.fieldpath import FieldPath
 from kubegap.findings import Result
 from kubegap.workloads import Container, PodTemplate
+from tests.support.samples import WORKLOAD_FILES, example_objects
 from tests.test_evaluate import engine_for, policy_text
-
-_DATA = Path(__file__).parent / "data"
 
 
 def _documents() -> list[dict[str, Any]]:
-    paths = [e.path for e in testing.discover(Path(str(files("kubegap.policies"))))]
-    paths += sorted((_DATA / "workloads").glob("*.yaml"))
-    out = []
-    for path in paths:
-        out += [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
-    return out
+    return example_objects(*WORKLOAD_FILES)
 
 
 def _at(obj: Any, path: FieldPath) -> Any:

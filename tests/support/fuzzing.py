@@ -13,20 +13,18 @@ import json
 import re
 import shlex
 from collections.abc import Iterator
-from importlib.resources import files
-from pathlib import Path
 from typing import Any
 
 import yaml
 from hypothesis import strategies as st
 
-from kubegap import durations, lint, manifests, raw, testing
+from kubegap import durations, lint, manifests, raw
 from kubegap.config import Settings
 from kubegap.enginerules import INVALID_MANIFEST
 from kubegap.evaluate import Engine, build_engine
 from kubegap.facts import argv, shell
 from kubegap.findings import Result
-from tests.support.samples import FAILING_PYTORCHJOB
+from tests.support.samples import FAILING_PYTORCHJOB, example_objects
 
 # --- the manifest reader ------------------------------------------------------------------------------
 
@@ -199,13 +197,7 @@ def confused_examples(draw: st.DrawFn) -> dict[str, Any]:
 _KEYS = st.one_of(st.integers(), st.floats(allow_nan=False), st.booleans(), st.none())
 
 
-@functools.cache
-def _examples() -> list[dict[str, Any]]:
-    root = files("kubegap.policies")
-    found = []
-    for example in testing.discover(Path(str(root))):
-        found += [d for d in yaml.safe_load_all(example.path.read_text()) if isinstance(d, dict)]
-    return found
+_examples = functools.cache(example_objects)
 
 
 def _paths(value: Any) -> Iterator[tuple[Any, ...]]:

@@ -4,8 +4,22 @@ from __future__ import annotations
 
 import json
 import textwrap
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
+
+import yaml
+
+from kubegap import testing
+
+WORKLOAD_FILES = sorted((Path(__file__).parent.parent / "data" / "workloads").glob("*.yaml"))
+
+
+def example_objects(*more: Path) -> list[dict[str, Any]]:
+    """Every object of every bundled policy example, then of `more` files."""
+    paths = [e.path for e in testing.discover(Path(str(files("kubegap.policies"))))]
+    return [d for p in (*paths, *more) for d in yaml.safe_load_all(p.read_text()) if isinstance(d, dict)]
+
 
 # The finding record of RULES.md §4, plus `unresolved` (§3: an unseen value is listed, never silently a pass)
 # `containers` (§4: every container an identical finding covers), `scope` (§4: workload, node or cluster)
