@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kubegap import globs
+from kubegap import globs, raw
 from kubegap.facts.contract import GLOBBED
 
 # Names remembered per parameter, each of at most 317 characters: the longest qualified name Kubernetes
@@ -51,7 +51,7 @@ class Globber:
         lists: list[list[Any]] = []
         for variable, field in GLOBBED.get(scope, ()):
             record = values.get(variable)
-            listed = record.get(field) if isinstance(record, Mapping) else None
+            listed = record.get(field) if raw.is_mapping(record) else None
             if isinstance(listed, list) and listed:
                 lists.append(listed)
         if not lists:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from kubegap import facts, workloads
+from kubegap import facts, raw, workloads
 from kubegap.facts import claim, disruption, env, lifecycle
 from kubegap.facts.knobs import Catalogue
 from kubegap.fieldpath import FieldPath, render
@@ -201,7 +201,7 @@ SUPPORTED_KINDS: tuple[KindInfo, ...] = tuple(k.info for k in KINDS)
 
 def row_of(obj: Any) -> Kind | None:
     """The row of an object's API group and kind (any version); None for kinds kubegap ignores."""
-    if not isinstance(obj, Mapping):
+    if not raw.is_mapping(obj):
         return None
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     if not isinstance(api_version, str) or not isinstance(kind, str):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from kubegap.fieldpath import FieldPath
 
@@ -15,7 +15,7 @@ _EMPTY: Mapping[Any, Any] = {}
 _PLAIN = frozenset({type(None), str, list, int, float, bool})
 
 
-def is_mapping(value: Any) -> bool:
+def is_mapping(value: Any) -> TypeGuard[Mapping[Any, Any]]:
     """Whether the value is a mapping; a dict, or another plain value, is told by its exact type."""
     kind = type(value)
     return kind is dict or (kind not in _PLAIN and isinstance(value, Mapping))

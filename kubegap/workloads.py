@@ -86,7 +86,7 @@ def _entries(value: Any) -> list[tuple[int, Mapping[str, Any]]]:
     """(index, item) for the mapping items of a list; other items are skipped but keep their index."""
     if not isinstance(value, list):
         return []
-    return [(index, item) for index, item in enumerate(value) if isinstance(item, Mapping)]
+    return [(index, item) for index, item in enumerate(value) if raw.is_mapping(item)]
 
 
 def _template(role: str, path: FieldPath, replicas: int, template: Any) -> PodTemplate:

@@ -46,7 +46,7 @@ def unreadable_counts(catalogue: Catalogue, container: Container) -> list[Unread
 def probe(spec: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
     """The probe if it names a handler; a probe without one does nothing."""
     found = spec.get(kind)
-    return found if isinstance(found, Mapping) and any(k in found for k in _PROBE_HANDLERS) else None
+    return found if raw.is_mapping(found) and any(k in found for k in _PROBE_HANDLERS) else None
 
 
 def _liveness(container: Container) -> dict[str, Any] | None:

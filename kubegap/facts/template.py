@@ -19,7 +19,7 @@ def _fabric_devices(template: PodTemplate) -> bool:
     volumes = {
         str(v.get("name")): str(raw.mapping(v.get("hostPath")).get("path", ""))
         for v in raw.items(template.spec.get("volumes"))
-        if isinstance(v, Mapping)
+        if raw.is_mapping(v)
     }
     privileged = (
         c for c in template.containers if raw.mapping(c.spec.get("securityContext")).get("privileged") is True

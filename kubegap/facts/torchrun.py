@@ -124,11 +124,7 @@ def _one(settings: Mapping[str, Any], elastic: Mapping[str, Any], multi_node: bo
     """What one torchrun does after a worker fails: restart in place, and wait for lost nodes how long."""
     merged = {
         **elastic,
-        **{
-            k: v
-            for k, v in settings.items()
-            if isinstance(v, Mapping) and (v["fromFlag"] or k not in elastic)
-        },
+        **{k: v for k, v in settings.items() if raw.is_mapping(v) and (v["fromFlag"] or k not in elastic)},
     }
     restarts = _number(merged.get("maxRestarts"), 0.0)
     backend = str(merged["backend"].get("value", "static")) if merged.get("backend") else "static"
