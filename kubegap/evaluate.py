@@ -163,7 +163,7 @@ class Engine:
         for policy in self.compiled:
             if deadline is not None and time.monotonic() > deadline:
                 _past(ref)
-            results.extend(judge.results(run, policy))
+            judge.results(run, policy, results)
         results.extend(annotationkeys.unknown(gathered, ref, self.known_annotations))
         collapsed = collapse(results, gathered.units.get("template", ()))
         gpus = _gpus(gathered)
