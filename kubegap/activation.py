@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kubegap import batch, celcost, exemptions
@@ -76,28 +76,34 @@ def groups(
     return out
 
 
-@dataclass(slots=True)
 class Run:
-    """One object under evaluation: caches shared by every policy."""
+    """One object under evaluation: caches shared by every policy. A plain class, not a dataclass: mypyc
+    compiles a constructor written out, where a dataclass's is interpreted Python (one per object)."""
 
-    backend: Backend
-    group_of: Mapping[int, Group]  # compiled policy id -> its group
-    obj: Mapping[str, Any]
-    ref: ObjectRef
-    facts: ObjectFacts
-    deadline: float | None
-    scope_programs: Mapping[tuple[int, str], batch.ScopeProgram] = field(default_factory=dict)
-    converted: dict[int, Any] = field(default_factory=dict)
-    outcomes: dict[tuple[int, str], batch.Outcomes | None] = field(default_factory=dict)  # (group, scope)
-    batch_activations: dict[int, Any] = field(default_factory=dict)  # group -> its scope programs' activation
-    batch_bindings: dict[int, dict[str, Any]] = field(default_factory=dict)  # group -> the same, plain
-    batch_fits: dict[int, bool] = field(default_factory=dict)  # group -> whether CEL takes those as they are
-    activations: dict[tuple[int, int], tuple[dict[str, Any], Any]] = field(default_factory=dict)
-    # id of a binding -> its longest list or map, and whether CEL takes it as it is (kubegap.celcost.survey)
-    sizes: dict[int, tuple[int, bool]] = field(default_factory=dict)
-    places: dict[int, tuple[tuple[str, ...], str]] = field(default_factory=dict)  # id(unit) -> where parts
-    matched: dict[tuple[int, int], dict[str, list[str]]] = field(default_factory=dict)  # (group, unit)
-    twins: dict[int, list[str]] | None = None  # id of an original unit -> its twins' roles, on first use
+    def __init__(
+        self,
+        backend: Backend,
+        group_of: Mapping[int, Group],  # compiled policy id -> its group
+        obj: Mapping[str, Any],
+        ref: ObjectRef,
+        facts: ObjectFacts,
+        deadline: float | None,
+        scope_programs: Mapping[tuple[int, str], batch.ScopeProgram],
+    ) -> None:
+        self.backend, self.group_of, self.obj, self.ref, self.facts = backend, group_of, obj, ref, facts
+        self.deadline, self.scope_programs = deadline, scope_programs
+        self.converted: dict[int, Any] = {}
+        self.outcomes: dict[tuple[int, str], batch.Outcomes | None] = {}  # (group, scope)
+        self.batch_activations: dict[int, Any] = {}  # group -> its scope programs' activation
+        self.batch_bindings: dict[int, dict[str, Any]] = {}  # group -> the same, plain
+        self.batch_fits: dict[int, bool] = {}  # group -> whether CEL takes those as they are
+        self.activations: dict[tuple[int, int], tuple[dict[str, Any], Any]] = {}
+        # id of a binding -> its longest list or map, and whether CEL takes it as it is (celcost.survey)
+        self.sizes: dict[int, tuple[int, bool]] = {}
+        self.places: dict[int, tuple[tuple[str, ...], str]] = {}  # id(unit) -> where parts
+        self.matched: dict[tuple[int, int], dict[str, list[str]]] = {}  # (group, unit)
+        # id of an original unit -> its twins' roles, on first use
+        self.twins: dict[int, list[str]] | None = None
 
     def items(self, value: Any) -> int:
         """The size of the longest list or map in `value` (a binding), measured once per object."""

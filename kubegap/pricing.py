@@ -20,6 +20,8 @@ from kubegap.records import changed
 _UNKNOWN = "the cost model cannot price it: what the fix would change is not known (unresolved)"
 HANG_HOURS = 0.5  # IL-0421: a collective with nothing to end it hung 30 minutes until the agent killed it
 ASYNC_VARIABLES = ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING")
+# Severity by value, looked up: calling an Enum class runs its metaclass in Python, for every priced failure
+_SEVERITY = {severity.value: severity for severity in Severity}
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -306,4 +308,4 @@ class _Model:
         impact = Impact(saved, None, self.now_inputs, fixed)
         if not how.severity_from_impact:
             return changed(finding, impact=impact)
-        return changed(finding, impact=impact, severity=Severity(severity_for(saved, self.settings)))
+        return changed(finding, impact=impact, severity=_SEVERITY[severity_for(saved, self.settings)])

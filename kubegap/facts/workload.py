@@ -29,24 +29,24 @@ from kubegap.workloads import PodTemplate, Workload
 _Annotations = tuple[tuple[FieldPath, Mapping[Any, Any]], ...]  # keys as the parser gave them
 
 
-@dataclass(slots=True)
 class _Pods:
-    """What the templates add up to while they are read one by one."""
+    """What the templates add up to while they are read one by one. (A plain class: mypyc compiles a
+    constructor written out, where a dataclass's is interpreted Python.)"""
 
-    templates: list[Unit] = field(default_factory=list)
-    containers: list[Unit] = field(default_factory=list)
-    readings: list[tuple[PodTemplate, list[readings.Reading]]] = field(default_factory=list)
-    # Facts of the accelerator containers of templates that are no twin: a twin's equal its original's,
-    # after them, and every fact read from them keeps the first of equals or is the same over duplicates
-    # (kubegap.facts.checkpoint, persistence, torchrun; kubegap.pricing reads the originals' units alike).
-    trainers: list[dict[str, Any]] = field(default_factory=list)
-    training: set[int] = field(default_factory=set)  # id of each template, twins too, with a trainer
-    unseen: list[str] = field(default_factory=list)  # what the accelerator containers could not see
-    unsized: list[UnreadableCount] = field(default_factory=list)  # accelerator counts that cannot be read
-    purposes: list[str | None] = field(default_factory=list)
-    totals: dict[str, int] = field(
-        default_factory=lambda: {"totalGpus": 0, "gpuPods": 0, "totalAccelerators": 0}
-    )
+    def __init__(self) -> None:
+        self.templates: list[Unit] = []
+        self.containers: list[Unit] = []
+        self.readings: list[tuple[PodTemplate, list[readings.Reading]]] = []
+        # Facts of the accelerator containers of templates that are no twin: a twin's equal its original's,
+        # after them, and every fact read from them keeps the first of equals or is the same over
+        # duplicates (kubegap.facts.checkpoint, persistence, torchrun; kubegap.pricing reads the originals'
+        # units alike).
+        self.trainers: list[dict[str, Any]] = []
+        self.training: set[int] = set()  # id of each template, twins too, with a trainer
+        self.unseen: list[str] = []  # what the accelerator containers could not see
+        self.unsized: list[UnreadableCount] = []  # accelerator counts that cannot be read
+        self.purposes: list[str | None] = []
+        self.totals: dict[str, int] = {"totalGpus": 0, "gpuPods": 0, "totalAccelerators": 0}
 
 
 def _annotations(own: PodTemplate | None, metadata: Mapping[str, Any]) -> _Annotations:
