@@ -61,6 +61,12 @@ def parse_number(text: str) -> float:
 
 def parse_in_unit(text: str, unit: str) -> float:
     """Seconds for a knob value in a catalogue unit: s, min, h, duration, hms, duration-or-seconds."""
+    # The same short values recur in every container of a fleet's objects; a long one, which only a
+    # hostile manifest writes, is not kept
+    return _remembered(text, unit) if len(text) <= 64 else _parse_in_unit(text, unit)
+
+
+def _parse_in_unit(text: str, unit: str) -> float:
     if unit in _UNIT_SECONDS:
         return parse_number(text) * _UNIT_SECONDS[unit]
     if unit == "duration":
@@ -75,6 +81,9 @@ def parse_in_unit(text: str, unit: str) -> float:
         except ValueError:
             return parse_go(text)
     raise ValueError(f"unknown unit {unit!r}")
+
+
+_remembered = functools.lru_cache(maxsize=4096)(_parse_in_unit)
 
 
 @functools.lru_cache(maxsize=4096, typed=True)  # a report renders the same durations for every finding

@@ -117,6 +117,19 @@ def test_parse_in_unit_invalid(text: str, unit: str) -> None:
         durations.parse_in_unit(text, unit)
 
 
+def test_parse_in_unit_remembers_short_values_only() -> None:
+    # read again from the cache, the same answer and the same error; a long text (a hostile manifest's)
+    # is read but not kept, so no manifest can fill the cache with large values
+    for _ in range(2):
+        assert durations.parse_in_unit("45m", "duration") == 2700.0
+        with pytest.raises(ValueError):
+            durations.parse_in_unit("45", "duration")
+    kept = durations._remembered.cache_info().currsize
+    long = " " * 100 + "1800"
+    assert durations.parse_in_unit(long, "s") == 1800.0
+    assert durations._remembered.cache_info().currsize == kept
+
+
 @pytest.mark.parametrize(
     ("seconds", "text"),
     [

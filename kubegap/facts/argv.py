@@ -55,11 +55,11 @@ class CommandLine:
 
     def flag_values(self, names: frozenset[str]) -> list[tuple[str, str | None, Token]]:
         """(flag, value, token) of the named flags, in command-line order."""
-        present = names.intersection(self.flags)  # most knobs' flags are absent: a set operation says so
-        if not present:
-            return []
-        found = [(pos, name, value) for name in present for pos, value in self.flags[name]]
-        return [(name, value, self.tokens[pos]) for pos, name, value in sorted(found, key=lambda f: f[0])]
+        flags = self.flags  # a knob names one to three flags, and most are absent: look each up
+        found = [(pos, name, value) for name in names if name in flags for pos, value in flags[name]]
+        if len(found) > 1:
+            found.sort(key=lambda f: f[0])
+        return [(name, value, self.tokens[pos]) for pos, name, value in found]
 
 
 def is_shell(word: str) -> bool:
