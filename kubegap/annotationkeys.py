@@ -12,7 +12,7 @@ from kubegap.enginerules import ANNOTATIONS, UNKNOWN_KEY
 from kubegap.facts import ObjectFacts
 from kubegap.facts.knobs import Catalogue
 from kubegap.facts.purpose import LABEL as PURPOSE_KEY
-from kubegap.fieldpath import render
+from kubegap.fieldpath import FieldPath, render
 from kubegap.findings import Check, Finding, ObjectRef, Severity, fail
 from kubegap.policy import EXEMPTION_PREFIX
 from kubegap.suggest import did_you_mean
@@ -28,13 +28,19 @@ def known_keys(catalogue: Catalogue, policy_ids: Iterable[str]) -> frozenset[str
 def unknown(facts: ObjectFacts, ref: ObjectRef, known: frozenset[str]) -> list[Finding]:
     """One finding per unknown key under kubegap's prefixes, for every annotations map of the object."""
     seen: dict[str, Finding] = {}
+    read: set[FieldPath] = set()  # the units of a template share its map, and every unit the object's
     for units in facts.units.values():
         for unit in units:
             for path, notes in unit.annotations:
+                if path in read:
+                    continue
+                read.add(path)
                 for key in notes:
-                    where = render((*path, str(key)))
-                    if where not in seen and str(key).startswith(PREFIXES) and key not in known:
-                        seen[where] = _finding(str(key), where, ref, known)
+                    text = str(key)
+                    if text.startswith(PREFIXES) and key not in known:
+                        where = render((*path, text))
+                        if where not in seen:
+                            seen[where] = _finding(text, where, ref, known)
     return list(seen.values())
 
 

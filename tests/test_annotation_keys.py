@@ -60,3 +60,32 @@ def test_an_exemption_for_a_policy_not_run_is_still_known() -> None:
 def test_no_suggestion_when_nothing_is_close() -> None:
     (found,) = _unknown(_job({"kubegap.dev/owner": "ml-platform"}, {}))
     assert found.message == "annotation kubegap.dev/owner is not one kubegap reads, so it declares nothing"
+
+
+def test_one_map_shared_by_two_templates_is_reported_at_each() -> None:
+    # a YAML alias (`annotations: *notes`) gives two templates one map: each place is told of its key
+    notes = {"kubegap.dev/step-tme": "8s"}
+    container = {"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+    jobs = [
+        {
+            "name": name,
+            "replicas": 1,
+            "template": {
+                "spec": {
+                    "template": {"metadata": {"annotations": notes}, "spec": {"containers": [container]}}
+                }
+            },
+        }
+        for name in ("a", "b")
+    ]
+    obj = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "js"},
+        "spec": {"replicatedJobs": jobs},
+    }
+    paths = sorted(f.path for f in _unknown(obj))
+    assert paths == [
+        f"spec.replicatedJobs[{i}].template.spec.template.metadata.annotations['kubegap.dev/step-tme']"
+        for i in (0, 1)
+    ]

@@ -27,10 +27,15 @@ def _same(a: PodTemplate, b: PodTemplate) -> bool:
     return (
         a.replicas == b.replicas
         and a.pod_level == b.pod_level
-        and a.spec == b.spec
         and a.metadata == b.metadata
-        and [(c.spec, c.path[len(a.path) :]) for c in a.containers]
-        == [(c.spec, c.path[len(b.path) :]) for c in b.containers]
+        and a.spec == b.spec
+        # a template's containers are read from its spec (kubegap.workloads), so equal specs have equal
+        # containers; but a TrainJob's trainer is read from outside its empty spec
+        and (
+            bool(a.spec)
+            or [(c.spec, c.path[len(a.path) :]) for c in a.containers]
+            == [(c.spec, c.path[len(b.path) :]) for c in b.containers]
+        )
     )
 
 
