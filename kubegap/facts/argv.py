@@ -80,11 +80,16 @@ def _opens_script(words: Sequence[tuple[str, FieldPath]], position: int) -> bool
     return False
 
 
-def _raw_words(command: Sequence[object], args: Sequence[object]) -> Iterator[tuple[str, FieldPath]]:
+def _raw_words(command: Sequence[object], args: Sequence[object]) -> list[tuple[str, FieldPath]]:
+    """The words that are text or numbers, as the container runs them, each with its place."""
+    words: list[tuple[str, FieldPath]] = []
     for key, items in (("command", command), ("args", args)):
         for index, item in enumerate(items):
-            if isinstance(item, str | int | float) and not isinstance(item, bool):
-                yield str(item), (key, index)
+            if type(item) is str:  # most words: told exactly, before the tests a number needs
+                words.append((item, (key, index)))
+            elif isinstance(item, (str, int, float)) and not isinstance(item, bool):
+                words.append((str(item), (key, index)))
+    return words
 
 
 def tokenize(container: Mapping[str, object]) -> CommandLine:
@@ -125,13 +130,14 @@ def _parse(words: tuple[tuple[str, FieldPath], ...]) -> CommandLine:
     index: dict[str, list[tuple[int, str | None]]] = {}
     for position, flag, value in _flags(tokens):
         index.setdefault(flag, []).append((position, value))
+    launches_mpi = any(t.text.rsplit("/", 1)[-1] in _MPI_LAUNCHERS for t in tokens)
     return CommandLine(
         tuple(tokens),
         tuple(env),
-        tuple(_mpirun_forwards(tokens)),
+        tuple(_mpirun_forwards(tokens)) if launches_mpi else (),
         MappingProxyType({k: tuple(v) for k, v in index.items()}),
         tuple(_overrides(tokens)),
-        any(t.text.rsplit("/", 1)[-1] in _MPI_LAUNCHERS for t in tokens),
+        launches_mpi,
         tuple(sourced),
     )
 
@@ -197,8 +203,12 @@ _MPI_SWITCHES = frozenset(
 )
 
 
-def _mpirun_forwards(tokens: Sequence[Token]) -> Iterator[Assignment]:
+# The three readers below return lists: a compiled generator costs more than the few items it yields.
+
+
+def _mpirun_forwards(tokens: Sequence[Token]) -> list[Assignment]:
     """`-x` options of mpirun/mpiexec, up to the program it starts (a later `-x` is the program's)."""
+    found: list[Assignment] = []
     index = 0
     while index < len(tokens):
         if tokens[index].text.rsplit("/", 1)[-1] not in _MPI_LAUNCHERS:
@@ -210,31 +220,38 @@ def _mpirun_forwards(tokens: Sequence[Token]) -> Iterator[Assignment]:
             if option == "-x" and index + 1 < len(tokens):
                 name, sep, value = tokens[index + 1].text.partition("=")
                 if _NAME.match(name):
-                    yield Assignment(name, value if sep else None, tokens[index].path, "mpirun -x", index)
+                    found.append(
+                        Assignment(name, value if sep else None, tokens[index].path, "mpirun -x", index)
+                    )
             arity = 0 if option in _MPI_SWITCHES or "=" in option else 2 if option in _MPI_TWO_ARGS else 1
             index += 1 + arity
+    return found
 
 
-def _flags(tokens: Sequence[Token]) -> Iterator[tuple[int, str, str | None]]:
+def _flags(tokens: Sequence[Token]) -> list[tuple[int, str, str | None]]:
     """(position, flag, value) for `--flag value` and `--flag=value`; value None when the flag has none."""
+    found: list[tuple[int, str, str | None]] = []
     for index, token in enumerate(tokens):
         text = token.text
         if not text.startswith("-") or text in ("-", "--"):
             continue
         name, sep, value = text.partition("=")
         if sep:
-            yield index, name, value
+            found.append((index, name, value))
         elif index + 1 < len(tokens) and not tokens[index + 1].text.startswith("--"):
-            yield index, name, tokens[index + 1].text
+            found.append((index, name, tokens[index + 1].text))
         else:
-            yield index, name, None
+            found.append((index, name, None))
+    return found
 
 
-def _overrides(tokens: Sequence[Token]) -> Iterator[tuple[str, str, Token]]:
+def _overrides(tokens: Sequence[Token]) -> list[tuple[str, str, Token]]:
     """(key, value, token) for Hydra-style overrides: `a.b.c=10`, `+x=1`, `checkpoint_period=5`."""
+    found: list[tuple[str, str, Token]] = []
     for token in tokens:
-        if token.text.startswith("-"):
+        if token.text.startswith("-") or "=" not in token.text:  # most words: no expression needed
             continue
         match = _OVERRIDE.match(token.text)
         if match:
-            yield match.group(1), match.group(2), token
+            found.append((match.group(1), match.group(2), token))
+    return found
