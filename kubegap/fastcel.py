@@ -7,8 +7,9 @@ case the fast path does not know, keeps the runtime's answer and message:
 
 - operators and functions check their operands' CEL types and leave anything doubtful to the runtime
   (kubegap.celops); the commonest (a key, `has`, a range, a bool, `==` against a literal of the same
-  type, a text key `in` a map) test an operand that reads a variable in place, and call celops only when
-  it is not what CEL expects;
+  type, an ordering against a number, a text key `in` a map) test an operand that reads a variable in
+  place, and call celops only when it is not what CEL expects; `!` and `== true` on what can only be a
+  bool (a relation, `&&`, a macro that answers one) need no test at all;
 - `&&`, `||`, `?:` and the macros run left to right and stop early. Where nothing raises, that is CEL's
   answer (CEL's commutative `&&` and `||` differ only where one side errs, and that raises here). Except
   around comprehensions: cel-python evaluates every operand of `&&` and `||`, and an error inside a
@@ -70,6 +71,7 @@ _USED = frozenset(
 _BOOLEAN_CALLS = frozenset({"starts_with", "ends_with", "contains", "matches", "matches_any"})
 # A literal's types whose `==` against a value of the same type is Python's (kubegap.celops.equal)
 _SAME_TYPE = frozenset({"str", "bool", "int", "float"})
+_ORDERINGS = frozenset({"<", "<=", ">", ">="})
 
 
 def enabled() -> bool:
@@ -147,6 +149,8 @@ class _Writer:
             pairs = ", ".join(f"({self.expr(k, local)}, {self.expr(v, local)})" for k, v in tree[1])
             return f"o_mapping(({pairs},))" if pairs else "{}"
         if kind == "not":
+            if _is_boolean(tree[1]):  # a bool by construction: no check to make
+                return f"(not {self.expr(tree[1], local)})"
             return f"o_negate({self.expr(tree[1], local)})"
         if kind == "neg":
             return f"o_minus({self.expr(tree[1], local)})"
@@ -180,10 +184,19 @@ class _Writer:
         symbol, left, right = tree[1], self.expr(tree[2], local), self.expr(tree[3], local)
         called = f"o_{_OPERATORS[symbol]}({left}, {right})"
         literal = type(tree[3][1]).__name__ if tree[3][0] == "lit" else None
+        if symbol in ("==", "!=") and literal == "bool" and _is_boolean(tree[2]):
+            # a bool by construction against a bool (`appliesTo == true`, as kubegap.batch writes): itself,
+            # or its negation
+            return f"({left})" if (symbol == "==") == tree[3][1] else f"(not {left})"
         if symbol in ("==", "!=") and literal in _SAME_TYPE and _simple(tree[2]):
+            return f"({left} {symbol} {right} if type({left}) is {literal} else {called})"
+        if symbol in _ORDERINGS and literal in ("int", "float") and _simple(tree[2]):
+            # a number against one of its own type orders as in Python (kubegap.celops.less and the rest)
             return f"({left} {symbol} {right} if type({left}) is {literal} else {called})"
         if symbol == "in" and tree[2][0] == "lit" and type(tree[2][1]) is str and _simple(tree[3]):
             return f"({left} in {right} if type({right}) is dict else {called})"  # a key of a map
+        if symbol == "in" and _simple(tree[2]) and _simple(tree[3]):  # a variable's text, a key of a map
+            return f"({left} in {right} if type({right}) is dict and type({left}) is str else {called})"
         return called
 
     def call(self, tree: Tree, local: frozenset[str]) -> str:

@@ -283,6 +283,17 @@ CASES = [
     "facts.i - 2 - 3", "facts.i / 2 / 2", "facts.i % 4 % 2", "{'a': [1, 2]}.a[1] * -facts.i",
     # names the fast path does not bind, and other CEL it does not know
     "size", "int", "type(1)", "dyn(1)", "facts.l.size() == 3", "missing.a",
+    # a bool by construction against a bool literal, and negated: written without a check
+    "(facts.i < 8) == true", "(facts.i < 8) == false", "(facts.i > 8) != true", "(facts.i > 8) != false",
+    "(facts.t && facts.f) == false", "facts.l.exists(x, x > 2) != false", "!(facts.i < 8)",
+    "!(facts.t || facts.f)", "!facts.l.all(x, x > 0)", "!(facts.i / 0 > 1)", "(facts.s > 1) == true",
+    # a variable against a number: of the number's type, ordered in place; of another, checked
+    "facts.i > 0", "facts.i >= 7", "facts.i < 7", "facts.i <= 6", "facts.d > 2.0", "facts.d <= 2.5",
+    "facts.max > 0", "facts.min < 0", "facts.nan < 1.0", "facts.nan >= 1.0", "facts.nz < 0.0",
+    "facts.i > 1.0", "facts.d > 1", "facts.t > 0", "facts.s > 1", "facts.n < 1", "facts.l > 0",
+    # a variable `in` another: text in a map tested in place, anything else checked
+    "facts.s in facts.m", "facts.strs.map(x, x in facts.m)", "facts.mixed.map(x, x in facts.m)",
+    "facts.i in facts.m", "facts.strs.map(x, x in facts.numbered)", "facts.strs.map(x, x in facts.s)",
 ]
 # fmt: on
 
