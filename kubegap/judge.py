@@ -64,7 +64,7 @@ def results(run: Run, policy: CompiledPolicy, out: list[Finding]) -> None:
             applied = applied or applies
             if found is not None:
                 out.append(found)
-    if applied:
+    if applied and (void_exemptions or run.facts.invalid):  # most objects: neither
         _engine_rules(run, policy, void_exemptions, out)
 
 

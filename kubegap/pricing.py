@@ -254,7 +254,8 @@ def price(
     """Each failing finding with what its fix saves (and, where the policy says so, a severity to match),
     and the workload's expected loss."""
     failing = [f for f in results if f.result is Result.FAIL]
-    model = _Model(changed(base, slow=_taxed(failing, pricing)), pricing, settings)
+    slow = _taxed(failing, pricing)
+    model = _Model(base if base.slow == slow else changed(base, slow=slow), pricing, settings)
     priced = [model.priced(f) if f.result is Result.FAIL else f for f in results]
     savings = {(f.policy, f.rule): f.impact.saved for f in priced if f.impact and f.impact.saved is not None}
     cost = WorkloadCost(

@@ -161,7 +161,10 @@ def hidden(
 def framework(catalogue: Catalogue, cmd: argv.CommandLine) -> Framework | None:
     words = {t.text for t in cmd.tokens} | {t.text.rsplit("/", 1)[-1] for t in cmd.tokens}
     flags = {t.text.partition("=")[0] for t in cmd.tokens if t.text.startswith("-")}
-    return next((f for f in catalogue.frameworks if f.tokens & words or f.flags & flags), None)
+    for each in catalogue.frameworks:  # isdisjoint: no set is built for a framework that is not there
+        if not each.tokens.isdisjoint(words) or not each.flags.isdisjoint(flags):
+            return each
+    return None
 
 
 @dataclass(slots=True, unsafe_hash=True)
