@@ -188,15 +188,18 @@ class _Writer:
             # a bool by construction against a bool (`appliesTo == true`, as kubegap.batch writes): itself,
             # or its negation
             return f"({left})" if (symbol == "==") == tree[3][1] else f"(not {left})"
-        if symbol in ("==", "!=") and literal in _SAME_TYPE and _simple(tree[2]):
+        # `==` against a literal of the same type, and a number ordered against one of its own type, are
+        # Python's (kubegap.celops.equal, less and the rest)
+        same = (symbol in ("==", "!=") and literal in _SAME_TYPE) or (
+            symbol in _ORDERINGS and literal in ("int", "float")
+        )
+        if same and _simple(tree[2]):
             return f"({left} {symbol} {right} if type({left}) is {literal} else {called})"
-        if symbol in _ORDERINGS and literal in ("int", "float") and _simple(tree[2]):
-            # a number against one of its own type orders as in Python (kubegap.celops.less and the rest)
-            return f"({left} {symbol} {right} if type({left}) is {literal} else {called})"
-        if symbol == "in" and tree[2][0] == "lit" and type(tree[2][1]) is str and _simple(tree[3]):
-            return f"({left} in {right} if type({right}) is dict else {called})"  # a key of a map
-        if symbol == "in" and _simple(tree[2]) and _simple(tree[3]):  # a variable's text, a key of a map
-            return f"({left} in {right} if type({right}) is dict and type({left}) is str else {called})"
+        if symbol == "in" and _simple(tree[3]):  # a text key of a map: a literal's, or a variable's
+            text = tree[2][0] == "lit" and type(tree[2][1]) is str
+            if text or _simple(tree[2]):
+                tested = "" if text else f" and type({left}) is str"
+                return f"({left} in {right} if type({right}) is dict{tested} else {called})"
         return called
 
     def call(self, tree: Tree, local: frozenset[str]) -> str:
