@@ -55,6 +55,7 @@ class ScopeProgram:
     policies: tuple[CompiledPolicy, ...]  # in the order of the program's per-unit list
     cost: celcost.Cost | None  # of its parts that iterate, summed; None where none does
     fast: fastcel.FastProgram | None = None  # the same program in Python, where it compiles (kubegap.fastcel)
+    source: str = ""  # the program's CEL text
 
 
 def build(
@@ -84,7 +85,7 @@ def build(
             fits = celcost.survey(shared.params)[1] and celcost.survey(shared.text)[1]
             fast = fastcel.compile_fast(source) if fits and fastcel.enabled() else None
             cost = celcost.total(costs) if costs else None
-            out[(group, scope)] = ScopeProgram(program, tuple(chosen), cost, fast)
+            out[(group, scope)] = ScopeProgram(program, tuple(chosen), cost, fast, source)
     return out
 
 

@@ -18,17 +18,23 @@ case the fast path does not know, keeps the runtime's answer and message:
   comprehension is always evaluated, and must not raise;
 - an expression using CEL the fast path does not know (kubegap.celparse) is not compiled at all.
 
+The bundled policies' programs are written ahead into kubegap/fastahead.py, which mypyc compiles with the
+per-object path; any other program is compiled to Python when its policies load.
+
 `tests/test_fastcel.py` compares it with the runtime on every bundled example and on generated values.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import sys
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
-from kubegap import celops
+from kubegap import celops, fastahead
 from kubegap.celparse import RELATIONS, Tree, Unsupported, parse
 
 FastProgram = Callable[[Mapping[str, Any]], Any]
@@ -81,24 +87,70 @@ def enabled() -> bool:
 
 def compile_fast(source: str) -> FastProgram | None:
     """`source` as a Python function of the bindings; None where it uses CEL the fast path does not know."""
-    try:
-        writer = _Writer()
-        body = writer.expr(parse(source), frozenset())
-    except (Unsupported, RecursionError):
+    body = write(source)
+    if body is None:
         return None
-    lines = [f"    b_{name} = A[{name!r}]" for name in sorted(writer.bindings)]
-    text = "\n".join(["def program(A):", *lines, f"    return {body}", ""])
+    ahead = fastahead.PROGRAMS.get(digest(body))
+    if ahead is not None:  # a bundled policy's program, written ahead and compiled with the rest (below)
+        return ahead
     namespace: dict[str, Any] = {f"o_{name}": getattr(celops, name) for name in _USED}
     try:  # the text is written from a parsed tree: names are prefixed, literals written by repr()
         with warnings.catch_warnings():
             # Python warns on its stderr about a literal indexed by a name (CEL `[1].a`, `null.a`): such a
             # program only errs, so it is left to the runtime instead (the warning becomes a SyntaxError)
             warnings.simplefilter("error", SyntaxWarning)
-            exec(compile(text, "<kubegap.fastcel>", "exec"), namespace)
+            exec(compile(f"def program(A):\n{body}", "<kubegap.fastcel>", "exec"), namespace)
     except (SyntaxError, RecursionError, MemoryError):  # or nested deeper than Python's parser takes
         return None
     program: FastProgram = namespace["program"]
     return program
+
+
+def write(source: str) -> str | None:
+    """The body of `source`'s Python function of the bindings `A`, indented; None where it uses CEL the fast
+    path does not know."""
+    try:
+        writer = _Writer()
+        body = writer.expr(parse(source), frozenset())
+    except (Unsupported, RecursionError):
+        return None
+    lines = [f"    b_{name} = A[{name!r}]" for name in sorted(writer.bindings)]
+    return "\n".join([*lines, f"    return {body}", ""])
+
+
+def digest(body: str) -> str:
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def ahead_module(sources: Iterable[str]) -> str:
+    """The text of kubegap/fastahead.py: the programs of `sources` (the bundled policies' scope programs,
+    kubegap.batch) as functions of a module, so that mypyc compiles them with the per-object path (setup.py).
+    Compiled, they take about half the time of the same text run by the interpreter, and call celops'
+    functions directly (docs/speed.md). The body of each is `write`'s, byte for byte, and found by its
+    digest: a program whose text has changed since is compiled at run time, as any other policy's."""
+    bodies = {digest(b): b for b in map(write, sources) if b is not None}
+    lines = [
+        '"""The bundled policies\' CEL programs as Python, written ahead so that mypyc compiles them',
+        "(kubegap.fastcel.ahead_module) by `python -m kubegap.fastcel`. Not to be edited:",
+        'tests/test_fastcel.py fails while this text differs from what the bundled policies give."""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from collections.abc import Callable, Mapping",
+        "from typing import Any",
+        "",
+        *(f"from kubegap.celops import {name} as o_{name}" for name in sorted(_USED)),
+        "",
+    ]
+    names = {}
+    for index, (key, body) in enumerate(sorted(bodies.items())):
+        names[key] = f"program_{index}"
+        lines += ["", f"def program_{index}(A: Mapping[str, Any]) -> Any:", body.rstrip("\n"), ""]
+    lines += ["", "# the digest of each body (kubegap.fastcel.digest) -> its function"]
+    lines += ["PROGRAMS: dict[str, Callable[[Mapping[str, Any]], Any]] = {"]
+    lines += [f'    "{key}": {name},' for key, name in names.items()]
+    lines += ["}", ""]
+    return "\n".join(lines)
 
 
 def run(program: FastProgram, bindings: Mapping[str, Any]) -> Any:
@@ -296,3 +348,20 @@ def _is_boolean(tree: Tree) -> bool:
     if kind == "call":
         return _FUNCTIONS.get((tree[1], tree[2] is not None, len(tree[3]))) in _BOOLEAN_CALLS
     return kind == "lit" and type(tree[1]) is bool
+
+
+def main() -> None:
+    """Writes kubegap/fastahead.py anew (`python -m kubegap.fastcel`) from the bundled policies, as the
+    default settings load them. The text is made before the file is opened: making it imports the module
+    it replaces."""
+    from kubegap.config import Settings
+    from kubegap.evaluate import build_engine
+
+    text = ahead_module(p.source for p in build_engine(Settings()).scope_programs.values())
+    path = Path(__file__).with_name("fastahead.py")
+    path.write_text(text)
+    print(f"kubegap: wrote {path} ({len(text):,} characters)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -7,11 +7,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kubegap import batch, celops, fastcel, kinds
+from kubegap import batch, celops, fastahead, fastcel, kinds
 from kubegap.activation import Run
 from kubegap.config import Settings
 from kubegap.evaluate import Engine, build_engine
@@ -80,3 +81,23 @@ def test_the_fast_path_gives_the_runtimes_value_and_findings(engine: Engine, ind
 def test_the_fast_path_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KUBEGAP_CEL_FAST", "0")
     assert all(p.fast is None for p in build_engine(Settings()).scope_programs.values())
+
+
+def test_the_bundled_programs_are_written_ahead_as_they_are_now() -> None:
+    programs = build_engine(Settings()).scope_programs.values()
+    written = Path(fastahead.__file__ or "").with_name("fastahead.py").read_text()
+    assert fastcel.ahead_module(p.source for p in programs) == written, "run: python -m kubegap.fastcel"
+
+
+def test_the_bundled_programs_come_from_the_module_written_ahead(engine: Engine) -> None:
+    ahead = list(fastahead.PROGRAMS.values())
+    assert len(ahead) == len(engine.scope_programs)
+    assert all(any(p.fast is f for f in ahead) for p in engine.scope_programs.values())
+
+
+def test_a_program_not_written_ahead_is_compiled_when_loaded() -> None:
+    program = fastcel.compile_fast("size(facts.names) > params.least")
+    assert program is not None
+    assert all(program is not f for f in fastahead.PROGRAMS.values())
+    assert program({"facts": {"names": ["a", "b"]}, "params": {"least": 1}}) is True
+    assert program({"facts": {"names": []}, "params": {"least": 1}}) is False
