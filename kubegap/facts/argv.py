@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 
 from kubegap import raw
@@ -25,10 +25,14 @@ _MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "orterun", "prterun"})
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-@dataclass(slots=True, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True, init=False)
 class Token:
     text: str
     path: FieldPath  # the command/args element the token came from
+
+    # written out, as kubegap.facts.model.Unit's: mypyc compiles it
+    def __init__(self, text: str, path: FieldPath) -> None:
+        self.text, self.path = text, path
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -40,18 +44,31 @@ class Assignment:
     position: int = 0  # index in CommandLine.tokens: `-x NAME` sees only what was exported before it
 
 
-@dataclass(slots=True, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True, init=False)
 class CommandLine:
     tokens: tuple[Token, ...]  # every word, scripts expanded, in order
-    env: tuple[Assignment, ...] = ()  # export / NAME=VALUE cmd, in order
-    forwarded: tuple[Assignment, ...] = ()  # mpirun -x, in order
+    env: tuple[Assignment, ...]  # export / NAME=VALUE cmd, in order
+    forwarded: tuple[Assignment, ...]  # mpirun -x, in order
     # Indexed once: every knob lookup reads these instead of rescanning the tokens.
-    flags: Mapping[str, tuple[tuple[int, str | None], ...]] = field(
-        default_factory=dict
-    )  # flag -> (pos, value)
-    overrides: tuple[tuple[str, str, Token], ...] = ()
-    launches_mpi: bool = False  # mpirun/mpiexec starts the ranks: its flags are the ranks' flags too
-    sourced: tuple[str, ...] = ()  # files a script reads with `source FILE` or `. FILE`: unseen variables
+    flags: Mapping[str, tuple[tuple[int, str | None], ...]]  # flag -> (pos, value)
+    overrides: tuple[tuple[str, str, Token], ...]
+    launches_mpi: bool  # mpirun/mpiexec starts the ranks: its flags are the ranks' flags too
+    sourced: tuple[str, ...]  # files a script reads with `source FILE` or `. FILE`: unseen variables
+
+    # written out, as kubegap.facts.model.Unit's: mypyc compiles it
+    def __init__(
+        self,
+        tokens: tuple[Token, ...],
+        env: tuple[Assignment, ...] = (),
+        forwarded: tuple[Assignment, ...] = (),
+        flags: Mapping[str, tuple[tuple[int, str | None], ...]] | None = None,
+        overrides: tuple[tuple[str, str, Token], ...] = (),
+        launches_mpi: bool = False,
+        sourced: tuple[str, ...] = (),
+    ) -> None:
+        self.tokens, self.env, self.forwarded = tokens, env, forwarded
+        self.flags = {} if flags is None else flags
+        self.overrides, self.launches_mpi, self.sourced = overrides, launches_mpi, sourced
 
     def flag_values(self, names: frozenset[str]) -> list[tuple[str, str | None, Token]]:
         """(flag, value, token) of the named flags, in command-line order."""

@@ -3,7 +3,6 @@ containers counts (RULES.md §2 checkpoint-interval)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from kubegap.facts import readings
@@ -12,11 +11,11 @@ from kubegap.fieldpath import render
 from kubegap.workloads import PodTemplate
 
 
-@dataclass(slots=True)
 class _Seen:
-    out: dict[str, Any] = field(default_factory=dict)
-    intervals: list[Found] = field(default_factory=list)
-    steps: list[Found] = field(default_factory=list)
+    def __init__(self) -> None:  # a plain class: mypyc compiles its constructor
+        self.out: dict[str, Any] = {}
+        self.intervals: list[Found] = []
+        self.steps: list[Found] = []
 
     def read(self, reading: readings.Reading, step_time: Found | None) -> None:
         """One reading of an accelerator container; steps become an interval at a declared step time."""

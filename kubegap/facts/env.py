@@ -18,12 +18,16 @@ from kubegap.fieldpath import FieldPath
 ConfigMaps = Mapping[tuple[str, str], Mapping[str, str]]
 
 
-@dataclass(slots=True, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True, init=False)
 class Variable:
     name: str
     value: str | None  # None when the value cannot be seen
     path: FieldPath  # absolute path of the field that sets it
     source: str  # "env", "ConfigMap ns/name", "Secret name", "export", "mpirun -x", …
+
+    # written out, as kubegap.facts.model.Unit's: mypyc compiles it
+    def __init__(self, name: str, value: str | None, path: FieldPath, source: str) -> None:
+        self.name, self.value, self.path, self.source = name, value, path, source
 
 
 @dataclass(slots=True, unsafe_hash=True)

@@ -16,20 +16,33 @@ from kubegap.workloads import PodTemplate
 Found = tuple[float, str, FieldPath]
 
 
-@dataclass(slots=True, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True, init=False)
 class Unit:
     """One evaluation unit: the workload, a pod template, a container or a node."""
 
     scope: str
     bindings: Mapping[str, Any]  # CEL variables beside `object`, `facts` and `params`
-    role: str | None = None
-    container: str | None = None
-    path: FieldPath | None = None  # where a finding points when the validation names no field
+    role: str | None
+    container: str | None
+    path: FieldPath | None  # where a finding points when the validation names no field
     # (path of the annotations map, the map): exemptions are looked up here, nearest first
-    annotations: tuple[tuple[FieldPath, Mapping[Any, Any]], ...] = ()  # keys as the parser gave them
+    annotations: tuple[tuple[FieldPath, Mapping[Any, Any]], ...]  # keys as the parser gave them
     # The same unit of an identical template (kubegap.facts.twins): its bindings differ from this one's only
     # in field paths and the role, so a verdict that reads neither is the same for both.
-    original: Unit | None = field(default=None, compare=False, repr=False)
+    original: Unit | None = field(compare=False, repr=False)
+
+    def __init__(
+        self,
+        scope: str,
+        bindings: Mapping[str, Any],
+        role: str | None = None,
+        container: str | None = None,
+        path: FieldPath | None = None,
+        annotations: tuple[tuple[FieldPath, Mapping[Any, Any]], ...] = (),
+        original: Unit | None = None,
+    ) -> None:  # written out: mypyc compiles it, where a dataclass's own is interpreted Python
+        self.scope, self.bindings, self.role, self.container = scope, bindings, role, container
+        self.path, self.annotations, self.original = path, annotations, original
 
     @property
     def default_path(self) -> str | None:
@@ -54,34 +67,47 @@ class UnreadableCount:
     path: FieldPath
 
 
-@dataclass(slots=True, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True, init=False)
 class ObjectFacts:
     facts: Mapping[str, Any]
     units: Mapping[str, tuple[Unit, ...]]
-    invalid: tuple[InvalidDeclaration, ...] = ()
-    unresolved: tuple[str, ...] = ()
-    unsized: tuple[UnreadableCount, ...] = ()
+    invalid: tuple[InvalidDeclaration, ...]
+    unresolved: tuple[str, ...]
+    unsized: tuple[UnreadableCount, ...]
     # some template is a twin of another (kubegap.facts.twins): else no result is told for twins
-    twinned: bool = field(default=False, compare=False)
+    twinned: bool = field(compare=False)
+
+    def __init__(
+        self,
+        facts: Mapping[str, Any],
+        units: Mapping[str, tuple[Unit, ...]],
+        invalid: tuple[InvalidDeclaration, ...] = (),
+        unresolved: tuple[str, ...] = (),
+        unsized: tuple[UnreadableCount, ...] = (),
+        twinned: bool = False,
+    ) -> None:  # written out, as Unit's
+        self.facts, self.units, self.invalid = facts, units, invalid
+        self.unresolved, self.unsized, self.twinned = unresolved, unsized, twinned
 
 
-@dataclass(slots=True)
 class Scratch:
-    """Per-object state while facts are gathered."""
+    """Per-object state while facts are gathered. (A plain class, whose constructor mypyc compiles.)"""
 
-    catalogue: Catalogue
-    namespace: str
-    configmaps: env.ConfigMaps
-    metadata: Mapping[str, Any]
-    invalid: dict[FieldPath, InvalidDeclaration] = field(default_factory=dict)
-    unresolved: list[str] = field(default_factory=list)
-    # id of a twin template -> (its original, how a path moves from the original to a twin)
-    twins: dict[int, tuple[PodTemplate, Callable[[FieldPath, PodTemplate], FieldPath]]] = field(
-        default_factory=dict
-    )
-    declarations: dict[tuple[str, int], tuple[Found | None, tuple[InvalidDeclaration, ...]]] = field(
-        default_factory=dict
-    )  # (setting, id of an original template) -> what `_declared` found there
+    def __init__(
+        self, catalogue: Catalogue, namespace: str, configmaps: env.ConfigMaps, metadata: Mapping[str, Any]
+    ) -> None:
+        self.catalogue, self.namespace, self.configmaps, self.metadata = (
+            catalogue,
+            namespace,
+            configmaps,
+            metadata,
+        )
+        self.invalid: dict[FieldPath, InvalidDeclaration] = {}
+        self.unresolved: list[str] = []
+        # id of a twin template -> (its original, how a path moves from the original to a twin)
+        self.twins: dict[int, tuple[PodTemplate, Callable[[FieldPath, PodTemplate], FieldPath]]] = {}
+        # (setting, id of an original template) -> what `_declared` found there
+        self.declarations: dict[tuple[str, int], tuple[Found | None, tuple[InvalidDeclaration, ...]]] = {}
 
     def declared(self, setting: str, template: PodTemplate) -> Found | None:
         """The value a `kubegap.dev/` annotation declares for `setting`; an unreadable one is recorded.

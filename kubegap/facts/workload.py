@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from kubegap import raw
@@ -117,22 +117,34 @@ def _commands(
     return parsed, counts
 
 
-@dataclass(slots=True, unsafe_hash=True)
 class _Read:
-    """What reading one template added, so that its twins add the same at their own paths."""
+    """What reading one template added, so that its twins add the same at their own paths. (A plain
+    class, as `_Pods`.)"""
 
-    pod: PodTemplate
-    facts: list[dict[str, Any]]  # the template's, then its containers'; a twin's are its original's
-    bindings: Sequence[Mapping[str, Any]]  # each unit's: the template's, then its containers'
-    # A twin's are left out: they equal its original's in value and source, after them, and the
-    # checkpoint facts they feed keep the first of equals (kubegap.facts.checkpoint)
-    readings: list[readings.Reading]
-    purposes: list[str | None]
-    trainers: list[int]  # indexes into the containers
-    invalid: list[InvalidDeclaration]  # declarations on the template found unreadable
-    unsized: list[UnreadableCount]
-    unresolved: list[list[str]]  # each container's `unresolved`, at this template's paths
-    units: list[Unit] = field(default_factory=list)  # the template's unit, then its containers'
+    def __init__(
+        self,
+        pod: PodTemplate,
+        facts: list[dict[str, Any]],
+        bindings: Sequence[Mapping[str, Any]],
+        found: list[readings.Reading],
+        purposes: list[str | None],
+        trainers: list[int],
+        invalid: list[InvalidDeclaration],
+        unsized: list[UnreadableCount],
+        unresolved: list[list[str]],
+    ) -> None:
+        self.pod = pod
+        self.facts = facts  # the template's, then its containers'; a twin's are its original's
+        self.bindings = bindings  # each unit's: the template's, then its containers'
+        # A twin's are left out: they equal its original's in value and source, after them, and the
+        # checkpoint facts they feed keep the first of equals (kubegap.facts.checkpoint)
+        self.readings = found
+        self.purposes = purposes
+        self.trainers = trainers  # indexes into the containers
+        self.invalid = invalid  # declarations on the template found unreadable
+        self.unsized = unsized
+        self.unresolved = unresolved  # each container's `unresolved`, at this template's paths
+        self.units: list[Unit] = []  # the template's unit, then its containers'
 
 
 def _read_template(
