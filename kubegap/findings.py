@@ -12,7 +12,7 @@ from typing import Any, TypedDict, Unpack
 from kubegap import raw
 from kubegap.enginerules import UNRESOLVED_COUNT
 from kubegap.impact import Inputs, gpu_hours_text
-from kubegap.records import changed, fields_of
+from kubegap.records import changed, reduced
 
 
 class Severity(enum.Enum):
@@ -48,12 +48,20 @@ class Result(enum.Enum):
     SKIP = "skip"  # exempted by annotation; the reason is in the message
 
 
-@dataclass(slots=True, unsafe_hash=True)
+# Made for every object and failing finding: constructors written out, as Finding's (below), and so pickled
+# by their constructors' arguments.
+@dataclass(slots=True, unsafe_hash=True, init=False)
 class ObjectRef:
     api_version: str
     kind: str
     namespace: str | None
     name: str
+
+    def __init__(self, api_version: str, kind: str, namespace: str | None, name: str) -> None:
+        self.api_version, self.kind, self.namespace, self.name = api_version, kind, namespace, name
+
+    def __reduce__(self) -> tuple[type[ObjectRef], tuple[Any, ...]]:
+        return reduced(self)
 
     @classmethod
     def of(cls, obj: Mapping[str, Any]) -> ObjectRef:
@@ -81,7 +89,7 @@ class ObjectRef:
         }
 
 
-@dataclass(slots=True, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True, init=False)
 class Impact:
     """What fixing a failing finding is worth under the cost model (docs/cost-model.md)."""
 
@@ -89,6 +97,12 @@ class Impact:
     reason: str | None  # why it cannot be priced
     now: Inputs
     fixed: Inputs | None  # the inputs once the fix is made
+
+    def __init__(self, saved: float | None, reason: str | None, now: Inputs, fixed: Inputs | None) -> None:
+        self.saved, self.reason, self.now, self.fixed = saved, reason, now, fixed
+
+    def __reduce__(self) -> tuple[type[Impact], tuple[Any, ...]]:
+        return reduced(self)
 
     def to_json(self) -> dict[str, Any]:
         now = self.now.to_json()
@@ -166,9 +180,7 @@ class Finding:
         self.impact, self.containers, self.scope, self.roles = impact, containers, scope, roles
 
     def __reduce__(self) -> tuple[type[Finding], tuple[Any, ...]]:
-        """Pickled as its constructor's arguments: a compiled class with its own constructor is made by
-        calling it, which pickle's default (an empty object, then its fields) does not do."""
-        return Finding, fields_of(Finding)[1](self)
+        return reduced(self)
 
     def where(self) -> str:
         """`role R, container C` (what is there of it): how every report names the place in a workload."""
@@ -305,7 +317,7 @@ def _result(check: Check, result: Result, message: str, at: ObjectRef, where: Wh
     return Finding(check.policy, check.rule, check.severity, result, message, check.remediation, at, **where)
 
 
-@dataclass(slots=True, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True, init=False)
 class WorkloadCost:
     """A training workload's expected loss a month, and what each failing rule's fix would save."""
 
@@ -314,9 +326,26 @@ class WorkloadCost:
     lost: float  # GPU-hours a month
     inputs: Inputs
     young_hours: float | None  # Young's optimal checkpoint interval, as advice
-    savings: tuple[tuple[tuple[str, str], float], ...] = ()  # ((policy, rule), saved), largest first
-    file: str | None = None
-    document: int | None = None
+    savings: tuple[tuple[tuple[str, str], float], ...]  # ((policy, rule), saved), largest first
+    file: str | None
+    document: int | None
+
+    def __init__(
+        self,
+        ref: ObjectRef,
+        gpus: int,
+        lost: float,
+        inputs: Inputs,
+        young_hours: float | None,
+        savings: tuple[tuple[tuple[str, str], float], ...] = (),
+        file: str | None = None,
+        document: int | None = None,
+    ) -> None:  # written out, as ObjectRef's
+        self.ref, self.gpus, self.lost, self.inputs, self.young_hours = ref, gpus, lost, inputs, young_hours
+        self.savings, self.file, self.document = savings, file, document
+
+    def __reduce__(self) -> tuple[type[WorkloadCost], tuple[Any, ...]]:
+        return reduced(self)
 
     def to_json(self) -> dict[str, Any]:
         return {

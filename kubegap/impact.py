@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kubegap import durations
+from kubegap.records import reduced
 
 MONTH_HOURS = 720.0
 
@@ -72,12 +73,20 @@ def settings_from(values: Mapping[str, Any], base: ImpactSettings | None = None)
     return replace(base or ImpactSettings(), **changes)
 
 
-@dataclass(slots=True, unsafe_hash=True)
+# Terms and inputs are made several times per priced object: constructors written out, which mypyc
+# compiles, and so pickled by their constructors' arguments (kubegap.records.reduced).
+@dataclass(slots=True, unsafe_hash=True, init=False)
 class Term:
     """One model input in hours, with where it came from (shown to the user beside the figure)."""
 
     hours: float
     source: str
+
+    def __init__(self, hours: float, source: str) -> None:
+        self.hours, self.source = hours, source
+
+    def __reduce__(self) -> tuple[type[Term], tuple[Any, ...]]:
+        return reduced(self)
 
     def to_json(self) -> dict[str, Any]:
         hours, text = _hours_json(self.hours)
@@ -91,7 +100,7 @@ def _hours_json(hours: float) -> tuple[float, str]:
     return round(hours, 6), durations.format_seconds(hours * 3600)
 
 
-@dataclass(slots=True, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True, init=False)
 class Inputs:
     gpus: int  # N
     failures_per_gpu_hour: float  # λ
@@ -100,10 +109,34 @@ class Inputs:
     interval: Term | None  # τ; None: no checkpoint is taken, all work since the start is lost
     runtime: Term  # T, capped at a month
     save: Term  # δ
-    tax: float = 0.0  # θ, while a finding that slows every step fails
+    tax: float  # θ, while a finding that slows every step fails
     # A restart finds no checkpoint (lost with the pod, or never loaded): each failure loses the run so
     # far, on average T/2, instead of τ/2; the saves are still paid.
-    from_scratch: bool = False
+    from_scratch: bool
+
+    def __init__(
+        self,
+        gpus: int,
+        failures_per_gpu_hour: float,
+        detection: Term,
+        restart: Term,
+        interval: Term | None,
+        runtime: Term,
+        save: Term,
+        tax: float = 0.0,
+        from_scratch: bool = False,
+    ) -> None:
+        self.gpus, self.failures_per_gpu_hour, self.detection, self.restart = (
+            gpus,
+            failures_per_gpu_hour,
+            detection,
+            restart,
+        )
+        self.interval, self.runtime, self.save, self.tax = interval, runtime, save, tax
+        self.from_scratch = from_scratch
+
+    def __reduce__(self) -> tuple[type[Inputs], tuple[Any, ...]]:
+        return reduced(self)
 
     @property
     def failures(self) -> float:

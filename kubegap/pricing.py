@@ -24,7 +24,7 @@ ASYNC_VARIABLES = ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING
 _SEVERITY = {severity.value: severity for severity in Severity}
 
 
-@dataclass(slots=True, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True, init=False)
 class Situation:
     """What the manifest says about each model term, before the terms are combined into Inputs."""
 
@@ -38,10 +38,32 @@ class Situation:
     interval_note: str | None  # why no interval counts (switched off, steps without step time, unseen)
     runtime: Term
     save: Term
-    slow: bool = False  # a rule that taxes every step (a slow network path) fails
-    from_scratch: bool = False  # a restart finds no checkpoint: lost with the pod, or never loaded
+    slow: bool  # a rule that taxes every step (a slow network path) fails
+    from_scratch: bool  # a restart finds no checkpoint: lost with the pod, or never loaded
     # torchrun restarts in place first: after losing a node the others wait this long in rendezvous
-    rendezvous: Term | None = None
+    rendezvous: Term | None
+
+    # written out: mypyc compiles it, and each priced rule's fix rebuilds the situation (kubegap.records)
+    def __init__(
+        self,
+        gpus: int,
+        timeout: Term | None,
+        hang: bool,
+        liveness: Term | None,
+        auto_restart: bool,
+        restart_detail: str,
+        interval: Term | None,
+        interval_note: str | None,
+        runtime: Term,
+        save: Term,
+        slow: bool = False,
+        from_scratch: bool = False,
+        rendezvous: Term | None = None,
+    ) -> None:
+        self.gpus, self.timeout, self.hang, self.liveness = gpus, timeout, hang, liveness
+        self.auto_restart, self.restart_detail, self.interval = auto_restart, restart_detail, interval
+        self.interval_note, self.runtime, self.save, self.slow = interval_note, runtime, save, slow
+        self.from_scratch, self.rendezvous = from_scratch, rendezvous
 
 
 def _hours(seconds: float, source: str) -> Term:

@@ -31,6 +31,15 @@ def fields_of(cls: type) -> _Fields:
     return found
 
 
+def reduced(obj: _T) -> tuple[type[_T], tuple[Any, ...]]:
+    """`__reduce__` of a record whose constructor is written out (which mypyc compiles, where a dataclass's
+    own is interpreted Python): pickled as its constructor's arguments, since a compiled class with its own
+    constructor is made by calling it, which pickle's default (an empty object, then its fields) does not
+    do. Lint's and the audit's worker processes send findings, and what they hold, back pickled."""
+    cls = type(obj)
+    return cls, fields_of(cls)[1](obj)
+
+
 def _fields(cls: type) -> _Fields:
     if not all(f.init for f in fields(cls)):
         raise TypeError(f"{cls.__name__} has a field its constructor does not take")

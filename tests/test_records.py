@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from kubegap.findings import Finding, Impact, ObjectRef, Result, Severity
+from kubegap.findings import Finding, Impact, ObjectRef, Result, Severity, WorkloadCost
 from kubegap.impact import Inputs, Term
 from kubegap.records import changed, fields_of
 
@@ -70,3 +70,22 @@ def test_a_finding_pickles_to_an_equal_one() -> None:
     own constructor, kubegap.findings.Finding.__reduce__)."""
     finding = changed(FINDING, impact=Impact(12.5, None, INPUTS, None), roles=("Worker", "Launcher"))
     assert pickle.loads(pickle.dumps(finding)) == finding
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        REF,
+        Term(0.5, "d"),
+        INPUTS,
+        Impact(3.5, None, INPUTS, dataclasses.replace(INPUTS, interval=Term(1.0, "i"))),
+        WorkloadCost(REF, 8, 120.0, INPUTS, 2.5, ((("p", "r"), 3.5),), "a.yaml", 2),
+    ],
+    ids=lambda r: type(r).__name__,
+)
+def test_each_record_a_finding_or_a_verdict_holds_pickles_to_an_equal_one(record: object) -> None:
+    """Compiled, each is made by its own constructor (kubegap.records.reduced); an audit's verdict carries
+    the workload's cost, a finding its impact."""
+    again = pickle.loads(pickle.dumps(record))
+    assert again == record
+    assert type(again) is type(record)
