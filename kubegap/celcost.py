@@ -170,17 +170,19 @@ def survey(value: Any) -> tuple[int, bool]:
                 if plain and not each.isascii():
                     plain = _utf8(each)
             elif kind is dict:
-                best = max(best, len(each))
-                if plain:
-                    try:
-                        keys = "".join(each)
-                    except TypeError:  # a key other than text
-                        plain = False
-                    else:
-                        plain = keys.isascii() or _utf8(keys)
+                size = len(each)  # compared, not `max()`: a call into Python from compiled code
+                if size > best:
+                    best = size
+                if plain:  # each key looked at in place: joining them made a text per map (15% slower)
+                    for key in each:
+                        if type(key) is not str or not (key.isascii() or _utf8(key)):
+                            plain = False
+                            break
                 stack.append(each.values())
             elif kind is list:
-                best = max(best, len(each))
+                size = len(each)
+                if size > best:
+                    best = size
                 stack.append(each)
             elif kind is int:
                 if not INT64_MIN <= each <= INT64_MAX:
