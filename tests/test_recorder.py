@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from typing import Any
 
 import pytest
@@ -91,3 +92,18 @@ def test_a_mount_of_an_undeclared_volume_keeps_nothing() -> None:
     found = mounts.volume_at({}, {"volumeMounts": [{"name": "gone", "mountPath": "/data"}]}, BASE, "/data/x")
     assert found["kind"] == "" and not mounts.kept(found)
     assert found["path"] == "spec.containers[0].volumeMounts[0]"
+
+
+@pytest.mark.parametrize("path", ["/a//b/../c/", "//x/./y", "/", "/" + "d/" * 200 + "e"])
+def test_paths_are_normalised_and_parented_as_posixpath_does_and_only_short_ones_kept(path: str) -> None:
+    """mounts remembers posixpath's answers for the paths a fleet repeats; a path past 256 characters,
+    which only a hostile manifest writes, is worked out and not kept."""
+    kept = mounts._NORMAL.cache_info().currsize, mounts._PARENT.cache_info().currsize
+    assert mounts.normal(path) == posixpath.normpath(path)
+    assert mounts.parent(path) == posixpath.dirname(path)
+    assert mounts.normal(path) == posixpath.normpath(path)  # and again, from what was kept
+    grown = 0 if len(path) > 256 else 1
+    after = mounts._NORMAL.cache_info().currsize, mounts._PARENT.cache_info().currsize
+    assert after[0] - kept[0] <= grown and after[1] - kept[1] <= grown
+    if len(path) > 256:
+        assert after == kept

@@ -19,11 +19,15 @@ _DEFAULT_RESTART_POLICY = {"PyTorchJob": "OnFailure"}
 RESTARTING = frozenset({"OnFailure", "Always", "ExitCode"})
 
 
-@dataclass(slots=True, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True, init=False)
 class Restart:
     enabled: bool
     detail: str  # what was read, for the message
     path: FieldPath  # the deciding field, or its parent when unset
+
+    # written out, as kubegap.facts.model.Unit's: mypyc compiles it
+    def __init__(self, enabled: bool, detail: str, path: FieldPath) -> None:
+        self.enabled, self.detail, self.path = enabled, detail, path
 
 
 @dataclass(slots=True, unsafe_hash=True)

@@ -206,7 +206,7 @@ def _resume(
 
 
 def _same(a: str, b: str) -> bool:
-    return posixpath.normpath(a.rstrip("/")) == posixpath.normpath(b.rstrip("/"))
+    return mounts.normal(a.rstrip("/")) == mounts.normal(b.rstrip("/"))
 
 
 def gather(

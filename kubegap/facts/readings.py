@@ -19,12 +19,16 @@ _VAR_REF = re.compile(
 )
 
 
-@dataclass(slots=True, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True, init=False)
 class Reading:
     setting: str
     value: float | None  # seconds, or steps for checkpointSteps; None for checkpointDisabled/Unbounded
     source: str  # e.g. "--save-interval 500 (Megatron-LM)"
     path: FieldPath  # absolute
+
+    # written out, as kubegap.facts.model.Unit's: mypyc compiles it
+    def __init__(self, setting: str, value: float | None, source: str, path: FieldPath) -> None:
+        self.setting, self.value, self.source, self.path = setting, value, source, path
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -167,11 +171,14 @@ def framework(catalogue: Catalogue, cmd: argv.CommandLine) -> Framework | None:
     return None
 
 
-@dataclass(slots=True, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True, init=False)
 class Declaration:
     annotation: str
     text: str
     path: FieldPath
+
+    def __init__(self, annotation: str, text: str, path: FieldPath) -> None:  # as Reading's
+        self.annotation, self.text, self.path = annotation, text, path
 
 
 def declaration(

@@ -12,7 +12,6 @@ TORCH_NCCL_DEBUG_INFO_TEMP_FILE (newer releases also TORCH_FR_DUMP_TEMP_FILE), d
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -71,7 +70,7 @@ def _dump_file(
         found["fileWhere"] = "a place kubegap cannot resolve" if prefix is None else "a relative path"
         found |= {"fileKept": False, "fileUnresolved": True}
         return found
-    directory = prefix if prefix.endswith("/") else posixpath.dirname(prefix)
+    directory = prefix if prefix.endswith("/") else mounts.parent(prefix)
     volume = mounts.volume_at(pod_spec, spec, base, directory or "/")
     found["fileKept"] = mounts.kept(volume)
     found["fileUnresolved"] = False
