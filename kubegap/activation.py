@@ -185,9 +185,12 @@ class Run:
             self.activations[key] = (converted, self.backend.activation(converted))
         return self.activations[key]
 
-    def where(self, unit: Unit | None, path: str | None, lists_unresolved: bool = True) -> Where:
+    def where(
+        self, unit: Unit | None, path: str | None, lists_unresolved: bool = True, roles: tuple[str, ...] = ()
+    ) -> Where:
         """A result's place in this object: the unit's role and container, the path, and what the unit
-        could not see (`lists_unresolved=False`: no unseen value could change this result)."""
+        could not see (`lists_unresolved=False`: no unseen value could change this result); and the roles
+        it is told for (`told_roles`)."""
         key = id(unit)
         if key not in self.places:
             self.places[key] = (tuple(_unresolved(unit, self.facts)), _scope(unit, self.ref, self.facts))
@@ -198,6 +201,7 @@ class Run:
             "path": path,
             "unresolved": unresolved if lists_unresolved else (),
             "scope": scope,
+            "roles": roles,
         }
 
 

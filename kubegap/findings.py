@@ -281,6 +281,7 @@ class Where(TypedDict, total=False):
     document: int | None
     line: int | None
     column: int | None
+    roles: tuple[str, ...]  # every identical pod template the result is told for (kubegap.collapse)
 
 
 # One constructor per result, so that no call site spells a Result or a positional argument list.

@@ -14,7 +14,6 @@ from kubegap.enginerules import EXEMPTION_REASON, INVALID_DECLARATION
 from kubegap.facts import Unit
 from kubegap.fieldpath import render
 from kubegap.findings import Check, Finding, Severity, error, fail, skip
-from kubegap.records import changed
 
 
 def results(run: Run, policy: CompiledPolicy, out: list[Finding]) -> None:
@@ -57,8 +56,7 @@ def results(run: Run, policy: CompiledPolicy, out: list[Finding]) -> None:
                 if passing:
                     out.append(state.passed(validation, roles))
                     continue
-                result = _judge(run, validation, state, outcome)
-                out.append(changed(result, roles=roles) if roles else result)
+                out.append(_judge(run, validation, state, outcome, roles))
                 continue
             applies, found = _judge_alone(run, validation, state, state.outcomes(), void_exemptions)
             applied = applied or applies
@@ -97,8 +95,10 @@ def _judge_alone(
     return True, _judge(run, validation, state, outcome)
 
 
-def _error(run: Run, validation: CompiledValidation, unit: Unit, message: str) -> Finding:
-    return error(validation.check, run.ref, message, **run.where(unit, unit.default_path))
+def _error(
+    run: Run, validation: CompiledValidation, unit: Unit, message: str, roles: tuple[str, ...] = ()
+) -> Finding:
+    return error(validation.check, run.ref, message, **run.where(unit, unit.default_path, roles=roles))
 
 
 def _judge(
@@ -106,17 +106,18 @@ def _judge(
     validation: CompiledValidation,
     state: UnitState,
     outcome: tuple[Any, ...] | None,  # from the scope's one program (kubegap.batch); None: evaluate alone
+    roles: tuple[str, ...] = (),  # the roles the result is told for (Run.told_roles)
 ) -> Finding:
     unit = state.unit
     try:
         verdict = outcome[0] if outcome else state.check(validation.expression)
     except CelError as err:
-        return _error(run, validation, unit, f"evaluation failed: {err}")
+        return _error(run, validation, unit, f"evaluation failed: {err}", roles)
     if not isinstance(verdict, bool):
-        return _error(run, validation, unit, f"expression gave {type(verdict).__name__}, not a bool")
+        return _error(run, validation, unit, f"expression gave {type(verdict).__name__}, not a bool", roles)
     check, default_path = validation.check, unit.default_path
     if verdict:
-        return state.passed(validation)
+        return state.passed(validation, roles)
     fallback = validation.validation.message or f"{validation.validation.name} failed"
     if outcome is not None and len(outcome) == 3:  # evaluated with the verdict: the same rules as _text
         message = outcome[1] if isinstance(outcome[1], str) else fallback
@@ -124,7 +125,7 @@ def _judge(
     else:
         message = _text(state, validation.message_expression, fallback)
         path = _text(state, validation.field_path, default_path)
-    return fail(check, run.ref, message, **run.where(unit, path or None, validation.reads_values))
+    return fail(check, run.ref, message, **run.where(unit, path or None, validation.reads_values, roles))
 
 
 def _text(state: UnitState, program: Any, fallback: str | None) -> Any:
