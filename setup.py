@@ -35,6 +35,7 @@ COMPILED = [
     "kubegap/celcost.py",
     "kubegap/celops.py",
     "kubegap/collapse.py",
+    "kubegap/compiled.py",
     "kubegap/durations.py",
     "kubegap/evaluate.py",
     "kubegap/exemptions.py",
