@@ -126,14 +126,9 @@ class Inputs:
         tax: float = 0.0,
         from_scratch: bool = False,
     ) -> None:
-        self.gpus, self.failures_per_gpu_hour, self.detection, self.restart = (
-            gpus,
-            failures_per_gpu_hour,
-            detection,
-            restart,
-        )
-        self.interval, self.runtime, self.save, self.tax = interval, runtime, save, tax
-        self.from_scratch = from_scratch
+        self.gpus, self.failures_per_gpu_hour = gpus, failures_per_gpu_hour
+        self.detection, self.restart, self.interval = detection, restart, interval
+        self.runtime, self.save, self.tax, self.from_scratch = runtime, save, tax, from_scratch
 
     def __reduce__(self) -> tuple[type[Inputs], tuple[Any, ...]]:
         return reduced(self)

@@ -96,12 +96,8 @@ class Scratch:
     def __init__(
         self, catalogue: Catalogue, namespace: str, configmaps: env.ConfigMaps, metadata: Mapping[str, Any]
     ) -> None:
-        self.catalogue, self.namespace, self.configmaps, self.metadata = (
-            catalogue,
-            namespace,
-            configmaps,
-            metadata,
-        )
+        self.catalogue, self.namespace = catalogue, namespace
+        self.configmaps, self.metadata = configmaps, metadata
         self.invalid: dict[FieldPath, InvalidDeclaration] = {}
         self.unresolved: list[str] = []
         # id of a twin template -> (its original, how a path moves from the original to a twin)
