@@ -77,8 +77,7 @@ def groups(
 
 
 class Run:
-    """One object under evaluation: caches shared by every policy. A plain class, not a dataclass: mypyc
-    compiles a constructor written out, where a dataclass's is interpreted Python (one per object)."""
+    """One object under evaluation: caches shared by every policy. (A plain class: kubegap.records.)"""
 
     def __init__(
         self,

@@ -48,8 +48,8 @@ class Result(enum.Enum):
     SKIP = "skip"  # exempted by annotation; the reason is in the message
 
 
-# Made for every object and failing finding: constructors written out, as Finding's (below), and so pickled
-# by their constructors' arguments.
+# Made for every object and failing finding: constructors written out, and pickled by their arguments
+# (kubegap.records), as Finding's below.
 @dataclass(slots=True, unsafe_hash=True, init=False)
 class ObjectRef:
     api_version: str
@@ -341,7 +341,7 @@ class WorkloadCost:
         savings: tuple[tuple[tuple[str, str], float], ...] = (),
         file: str | None = None,
         document: int | None = None,
-    ) -> None:  # written out, as ObjectRef's
+    ) -> None:  # written out (kubegap.records)
         self.ref, self.gpus, self.lost, self.inputs, self.young_hours = ref, gpus, lost, inputs, young_hours
         self.savings, self.file, self.document = savings, file, document
 

@@ -73,8 +73,8 @@ def settings_from(values: Mapping[str, Any], base: ImpactSettings | None = None)
     return replace(base or ImpactSettings(), **changes)
 
 
-# Terms and inputs are made several times per priced object: constructors written out, which mypyc
-# compiles, and so pickled by their constructors' arguments (kubegap.records.reduced).
+# Terms and inputs are made several times per priced object: constructors written out, and pickled by
+# their arguments (kubegap.records).
 @dataclass(slots=True, unsafe_hash=True, init=False)
 class Term:
     """One model input in hours, with where it came from (shown to the user beside the figure)."""

@@ -43,7 +43,7 @@ class Situation:
     # torchrun restarts in place first: after losing a node the others wait this long in rendezvous
     rendezvous: Term | None
 
-    # written out: mypyc compiles it, and each priced rule's fix rebuilds the situation (kubegap.records)
+    # written out (kubegap.records): each priced rule's fix rebuilds the situation
     def __init__(
         self,
         gpus: int,

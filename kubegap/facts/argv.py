@@ -30,7 +30,7 @@ class Token:
     text: str
     path: FieldPath  # the command/args element the token came from
 
-    # written out, as kubegap.facts.model.Unit's: mypyc compiles it
+    # written out, for mypyc to compile (kubegap.records)
     def __init__(self, text: str, path: FieldPath) -> None:
         self.text, self.path = text, path
 
@@ -55,7 +55,7 @@ class CommandLine:
     launches_mpi: bool  # mpirun/mpiexec starts the ranks: its flags are the ranks' flags too
     sourced: tuple[str, ...]  # files a script reads with `source FILE` or `. FILE`: unseen variables
 
-    # written out, as kubegap.facts.model.Unit's: mypyc compiles it
+    # written out, for mypyc to compile (kubegap.records)
     def __init__(
         self,
         tokens: tuple[Token, ...],

@@ -12,7 +12,7 @@ from kubegap.workloads import PodTemplate
 
 
 class _Seen:
-    def __init__(self) -> None:  # a plain class: mypyc compiles its constructor
+    def __init__(self) -> None:  # a plain class (kubegap.records)
         self.out: dict[str, Any] = {}
         self.intervals: list[Found] = []
         self.steps: list[Found] = []

@@ -25,7 +25,7 @@ class Variable:
     path: FieldPath  # absolute path of the field that sets it
     source: str  # "env", "ConfigMap ns/name", "Secret name", "export", "mpirun -x", …
 
-    # written out, as kubegap.facts.model.Unit's: mypyc compiles it
+    # written out, for mypyc to compile (kubegap.records)
     def __init__(self, name: str, value: str | None, path: FieldPath, source: str) -> None:
         self.name, self.value, self.path, self.source = name, value, path, source
 

@@ -25,7 +25,7 @@ class Restart:
     detail: str  # what was read, for the message
     path: FieldPath  # the deciding field, or its parent when unset
 
-    # written out, as kubegap.facts.model.Unit's: mypyc compiles it
+    # written out, for mypyc to compile (kubegap.records)
     def __init__(self, enabled: bool, detail: str, path: FieldPath) -> None:
         self.enabled, self.detail, self.path = enabled, detail, path
 

@@ -40,7 +40,7 @@ class Unit:
         path: FieldPath | None = None,
         annotations: tuple[tuple[FieldPath, Mapping[Any, Any]], ...] = (),
         original: Unit | None = None,
-    ) -> None:  # written out: mypyc compiles it, where a dataclass's own is interpreted Python
+    ) -> None:  # written out, for mypyc to compile (kubegap.records)
         self.scope, self.bindings, self.role, self.container = scope, bindings, role, container
         self.path, self.annotations, self.original = path, annotations, original
 
@@ -85,13 +85,13 @@ class ObjectFacts:
         unresolved: tuple[str, ...] = (),
         unsized: tuple[UnreadableCount, ...] = (),
         twinned: bool = False,
-    ) -> None:  # written out, as Unit's
+    ) -> None:  # written out (kubegap.records)
         self.facts, self.units, self.invalid = facts, units, invalid
         self.unresolved, self.unsized, self.twinned = unresolved, unsized, twinned
 
 
 class Scratch:
-    """Per-object state while facts are gathered. (A plain class, whose constructor mypyc compiles.)"""
+    """Per-object state while facts are gathered. (A plain class: kubegap.records.)"""
 
     def __init__(
         self, catalogue: Catalogue, namespace: str, configmaps: env.ConfigMaps, metadata: Mapping[str, Any]

@@ -26,7 +26,7 @@ class Reading:
     source: str  # e.g. "--save-interval 500 (Megatron-LM)"
     path: FieldPath  # absolute
 
-    # written out, as kubegap.facts.model.Unit's: mypyc compiles it
+    # written out, for mypyc to compile (kubegap.records)
     def __init__(self, setting: str, value: float | None, source: str, path: FieldPath) -> None:
         self.setting, self.value, self.source, self.path = setting, value, source, path
 
@@ -177,7 +177,7 @@ class Declaration:
     text: str
     path: FieldPath
 
-    def __init__(self, annotation: str, text: str, path: FieldPath) -> None:  # as Reading's
+    def __init__(self, annotation: str, text: str, path: FieldPath) -> None:  # (kubegap.records)
         self.annotation, self.text, self.path = annotation, text, path
 
 

@@ -30,8 +30,7 @@ _Annotations = tuple[tuple[FieldPath, Mapping[Any, Any]], ...]  # keys as the pa
 
 
 class _Pods:
-    """What the templates add up to while they are read one by one. (A plain class: mypyc compiles a
-    constructor written out, where a dataclass's is interpreted Python.)"""
+    """What the templates add up to while they are read one by one. (A plain class: kubegap.records.)"""
 
     def __init__(self) -> None:
         self.templates: list[Unit] = []
@@ -119,7 +118,7 @@ def _commands(
 
 class _Read:
     """What reading one template added, so that its twins add the same at their own paths. (A plain
-    class, as `_Pods`.)"""
+    class: kubegap.records.)"""
 
     def __init__(
         self,
