@@ -20,7 +20,7 @@ from kubegap.facts import ObjectFacts, Unit
 from kubegap.fieldpath import render
 from kubegap.findings import Finding, ObjectRef, Place, Where, passed
 from kubegap.globbed import Globber
-from kubegap.policy import EXEMPTION_PREFIX, Policy
+from kubegap.policy import Policy
 
 
 def expressions(policy: Policy) -> Iterator[str]:
@@ -352,7 +352,7 @@ class UnitState:
 
     def _read_exemptions(self) -> tuple[list[exemptions.Exemption], dict[str, tuple[str, str]]]:
         """The policy's exemptions on the unit, nearest first, read once per unit (every rule asks)."""
-        key = EXEMPTION_PREFIX + self.policy.policy.id
+        key = self.policy.exemption_key
         valid: list[exemptions.Exemption] = []
         problems: dict[str, tuple[str, str]] = {}
         if not any(key in notes for _, notes in self.unit.annotations):

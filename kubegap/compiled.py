@@ -18,7 +18,16 @@ from kubegap.config import Settings
 from kubegap.errors import PolicyError, UsageError
 from kubegap.facts import reads
 from kubegap.findings import Check, Severity
-from kubegap.policy import Policy, Validation, Variable, cel_value, convert_param, fill, param_text
+from kubegap.policy import (
+    EXEMPTION_PREFIX,
+    Policy,
+    Validation,
+    Variable,
+    cel_value,
+    convert_param,
+    fill,
+    param_text,
+)
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -58,6 +67,8 @@ class CompiledPolicy:
     variable_users: frozenset[int] = frozenset()
     remediation: str = ""  # the policy's fix text, parameters filled in
     batches: Mapping[str, Batch] = field(default_factory=dict)  # scope -> its validations in one program
+    # the annotation that exempts a unit, looked up in every unit's annotations: one text, its hash kept
+    exemption_key: str = ""
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -187,6 +198,7 @@ def compile_policies(
                 variable_users=_variable_users(validations),
                 remediation=fill(policy.remediation, policy, params),
                 batches=_batches(backend, policy, validations),
+                exemption_key=EXEMPTION_PREFIX + policy.id,
             )
         )
     return out

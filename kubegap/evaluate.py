@@ -53,13 +53,23 @@ class Context:
     configmaps: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
 
 
-@dataclass(slots=True, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True, init=False)
 class Evaluation:
     ref: ObjectRef
     supported: bool
     results: tuple[Finding, ...]
     cost: WorkloadCost | None = None  # training workloads: the expected loss a month
     gpus: int = 0  # GPUs the workload asks for, or the Node holds, as the facts count them
+
+    def __init__(
+        self,
+        ref: ObjectRef,
+        supported: bool,
+        results: tuple[Finding, ...],
+        cost: WorkloadCost | None = None,
+        gpus: int = 0,
+    ) -> None:  # written out (kubegap.records)
+        self.ref, self.supported, self.results, self.cost, self.gpus = ref, supported, results, cost, gpus
 
     @property
     def findings(self) -> tuple[Finding, ...]:

@@ -29,6 +29,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from kubegap import raw
 from kubegap.findings import ObjectRef, moved_to
 from kubegap.records import changed
 
@@ -94,13 +95,13 @@ class Memo:
     ) -> bytes | None:
         """The digest of what an evaluation of `obj` reads; None where it is not remembered."""
         metadata = obj.get("metadata")
-        if not isinstance(metadata, Mapping) or not (self.unowned or metadata.get("ownerReferences")):
+        if not raw.is_mapping(metadata) or not (self.unowned or metadata.get("ownerReferences")):
             return None
         if len(configmaps) > _MAX_CONFIGMAPS:
             return None
         kept = {k: v for k, v in metadata.items() if k not in _IDENTITY and k != "namespace"}
         spec = obj.get("spec")
-        if obj.get("kind") == "Pod" and isinstance(spec, Mapping) and not _PLACEMENT.isdisjoint(spec):
+        if obj.get("kind") == "Pod" and raw.is_mapping(spec) and not _PLACEMENT.isdisjoint(spec):
             spec = {k: v for k, v in spec.items() if k not in _PLACEMENT}
         rest = {k: v for k, v in obj.items() if k not in ("metadata", "spec", "status")}
         cms = sorted((f"{ns}/{name}", dict(data)) for (ns, name), data in configmaps.items())

@@ -320,7 +320,9 @@ class _Model:
         key = (how.term, how.limit)
         if key not in self._fixed:
             after = FIXES[how.term](self.situation, how.limit)
-            if after == self.situation:  # the model does not know what the finding costs (unresolved)
+            # the model does not know what the finding costs (unresolved); `is` first: a fix that changes
+            # nothing mostly returns the situation itself, and `==` is the interpreted one dataclass writes
+            if after is self.situation or after == self.situation:
                 self._fixed[key] = (self.now_inputs, None)
             else:
                 fixed = inputs(after, self.settings)

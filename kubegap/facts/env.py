@@ -30,10 +30,13 @@ class Variable:
         self.name, self.value, self.path, self.source = name, value, path, source
 
 
-@dataclass(slots=True, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True, init=False)
 class Environment:
     variables: Mapping[str, Variable]  # the effective entry per name
     unresolved: tuple[str, ...]  # human descriptions of sources whose contents are unknown
+
+    def __init__(self, variables: Mapping[str, Variable], unresolved: tuple[str, ...]) -> None:
+        self.variables, self.unresolved = variables, unresolved  # written out (kubegap.records)
 
     def value(self, name: str) -> str | None:
         var = self.variables.get(name)

@@ -8,15 +8,19 @@ from dataclasses import dataclass
 
 from kubegap.facts import argv, env, readings
 from kubegap.facts.knobs import Catalogue
+from kubegap.facts.readings import Reading
 from kubegap.workloads import Workload
 
 
-@dataclass(slots=True, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True, init=False)
 class Launch:
     """What mpirun/mpiexec in any container hands to every rank (RULES.md §1)."""
 
     forwarded: list[env.Variable]  # `-x NAME=VALUE` and `-x NAME`
     readings: list[readings.Reading]  # the ranks' own flags, written on the launcher's command line
+
+    def __init__(self, forwarded: list[env.Variable], flags: list[Reading]) -> None:
+        self.forwarded, self.readings = forwarded, flags  # written out (kubegap.records)
 
 
 def launch(
