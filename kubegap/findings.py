@@ -102,8 +102,10 @@ class Impact:
     def __reduce__(self) -> tuple[type[Impact], tuple[Any, ...]]:
         return reduced(self)
 
-    def to_json(self) -> dict[str, Any]:
-        now = self.now.to_json()
+    def to_json(self, now: dict[str, Any] | None = None) -> dict[str, Any]:
+        """`now`: the inputs' JSON, where the caller has it (findings of one object share their inputs)."""
+        if now is None:
+            now = self.now.to_json()
         fixed = self.fixed.to_json() if self.fixed else {}
         return {
             "savedGpuHoursPerMonth": round(self.saved, 1) if self.saved is not None else None,
@@ -216,7 +218,8 @@ class Finding:
             self.path,
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, impact: bool = True) -> dict[str, Any]:
+        """`impact=False` leaves the impact null, for a writer that writes it (kubegap.reports.json)."""
         return {
             "policy": self.policy,
             "rule": self.rule,
@@ -233,7 +236,7 @@ class Finding:
             "line": self.line,
             "column": self.column,
             "unresolved": list(self.unresolved),
-            "impact": self.impact.to_json() if self.impact else None,
+            "impact": self.impact.to_json() if self.impact and impact else None,
             "containers": self.covered(),
             "scope": self.scope,
             "roles": list(self.roles) if self.roles else [self.role] if self.role else [],

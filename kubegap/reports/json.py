@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from itertools import islice
 from typing import Any
 
-from kubegap.findings import Finding, ObjectRef
+from kubegap.findings import Finding, Impact, ObjectRef
+from kubegap.impact import Inputs
 from kubegap.records import fields_of
 from kubegap.reports.report import Report
 
@@ -31,6 +32,12 @@ _NAMES, _VALUES = fields_of(Finding)
 _AT = _NAMES.index("object")
 # Before the object come only strings, and a `"` inside a string is escaped: the first of these is the key.
 _OBJECT_KEY = '"object": '
+# A priced finding's impact is most of its text, and the findings of one object share their inputs (the
+# workload as it stands, kubegap.pricing): the inputs' text is made once per object, and each impact and
+# finding written around it, placed where the writer left a null. A string escapes its `"`, so after `, `
+# these are only ever keys; after the impact come only strings and lists of them.
+_NO_IMPACT = ', "impact": null'
+_NO_INPUTS = ', "inputs": null'
 
 
 def finding_text(finding: Finding) -> str:
@@ -42,7 +49,7 @@ def finding_text(finding: Finding) -> str:
     found = _COPIES.get(id(finding.impact))
     if found is not None and found[0] == head and found[1] == tail:  # all but the object: same text
         return found[2] + _object_text(finding.object) + found[3]
-    text = _dump(finding.to_json())
+    text = _priced_text(finding, finding.impact)
     start = text.index(_OBJECT_KEY) + len(_OBJECT_KEY)
     end = start + len(_object_text(finding.object))
     if len(_COPIES) >= _COPIES_KEPT:
@@ -51,7 +58,28 @@ def finding_text(finding: Finding) -> str:
     return text
 
 
+def _priced_text(finding: Finding, impact: Impact) -> str:
+    text = _dump(finding.to_json(impact=False))
+    at = text.rindex(_NO_IMPACT)
+    return f'{text[:at]}, "impact": {_impact_text(impact)}{text[at + len(_NO_IMPACT) :]}'
+
+
+def _impact_text(impact: Impact) -> str:
+    global _last_inputs
+    last = _last_inputs  # one read: another thread may replace it
+    if last[0] is not impact.now:
+        now = impact.now.to_json()
+        last = _last_inputs = (impact.now, now, _dump(now))
+    doc = impact.to_json(now=last[1])
+    doc["inputs"] = None
+    text = _dump(doc)
+    at = text.index(_NO_INPUTS)
+    return f'{text[:at]}, "inputs": {last[2]}{text[at + len(_NO_INPUTS) :]}'
+
+
 _last_object: tuple[ObjectRef | None, str] = (None, "")  # an object's findings come one after another
+# the last inputs written, with their JSON and its text
+_last_inputs: tuple[Inputs | None, dict[str, Any], str] = (None, {}, "")
 
 
 def _object_text(ref: ObjectRef) -> str:

@@ -26,11 +26,30 @@ def _expected(finding: Finding) -> str:
 
 def test_a_priced_finding_reads_as_one_dump_even_when_its_text_spells_the_impact_key() -> None:
     hostile = ['"object": {"kind": "X"}', '", "object": {', "\\", "é ✓ \u2028"]
+    hostile += ['", "impact": null, "x": "', ', "impact": null', '", "inputs": null, "fixed": {', "null"]
     for finding in _priced():
         for text in hostile:
-            tricky = changed(finding, message=text, remediation=text, unresolved=(text,))
+            tricky = changed(finding, message=text, remediation=text, unresolved=(text,), roles=(text, text))
             assert json_report.finding_text(tricky) == _expected(tricky)
+            assert finding.impact is not None
+            unpriced = changed(tricky, impact=changed(finding.impact, saved=None, reason=text))
+            assert json_report.finding_text(unpriced) == _expected(unpriced)
             assert json.loads(json_report.finding_text(tricky))["impact"] == finding.impact.to_json()  # type: ignore[union-attr]
+
+
+def test_findings_of_objects_in_turn_each_read_as_their_own_dump() -> None:
+    """An object's findings share their inputs, whose text is made once: another object's, in between,
+    has other inputs."""
+    engine = build_engine(Settings())
+    other = pytorchjob()
+    other["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 63  # more GPUs: other inputs
+    first = [f for f in engine.evaluate(pytorchjob()).findings if f.impact is not None]
+    second = [f for f in engine.evaluate(other).findings if f.impact is not None]
+    assert first and second and first[0].impact.now != second[0].impact.now  # type: ignore[union-attr]
+    for pair in zip(first, second, strict=False):
+        for finding in (*pair, *pair):
+            json_report._COPIES.clear()
+            assert json_report.finding_text(finding) == _expected(finding)
 
 
 def test_copies_share_a_text_and_each_names_its_own_object() -> None:
