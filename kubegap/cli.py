@@ -121,7 +121,7 @@ def _lint(args: argparse.Namespace) -> int:
     from kubegap.charts import chart_dirs
     from kubegap.evaluate import build_engine
     from kubegap.inputs import expand
-    from kubegap.lint import exit_code, jobs_from, lint
+    from kubegap.lint import Output, exit_code, jobs_from, lint
     from kubegap.options import parse_outputs, settings_from_args
     from kubegap.reports import registry
 
@@ -145,8 +145,8 @@ def _lint(args: argparse.Namespace) -> int:
     charts = chart_dirs([*settings.chart_dirs, *args.chart_dir])
     jobs = jobs_from(args.jobs)
     # Only the formats that count or list passes need them kept (SARIF, JUnit, PolicyReport).
-    report = lint(files, engine, stdin, jobs, keep_passes=registry.keeps_passes(formats))
-    report.findings, report.passes = charts.apply(report.findings), charts.apply(report.passes)
+    output = Output(charts, keep_passes=registry.keeps_passes(formats), texts="json" in formats)
+    report = lint(files, engine, stdin, jobs, output)
     rendered = _report(report, engine, files, jobs)
     for fmt, path in outputs:
         registry.write_file(path, fmt, rendered)
@@ -194,6 +194,7 @@ def _report(report: LintReport, engine: Engine, paths: Sequence[str], jobs: int)
         base_dir=str(Path.cwd()),
         fixes=fixes,
         fixable=fixable,
+        findings_json=report.findings_json,
     )
 
 

@@ -16,12 +16,14 @@ from typing import IO, Any
 
 from kubegap import fieldpath, forked, inputs, manifests
 from kubegap.blobs import Blobs
+from kubegap.charts import ChartDirs
 from kubegap.enginerules import DEADLINE, INVALID_MANIFEST, NOT_EVALUATED
 from kubegap.errors import UsageError
 from kubegap.evaluate import Context, DeadlineExceeded, Engine
 from kubegap.facts.env import ConfigMaps
 from kubegap.findings import Check, Finding, ObjectRef, Result, Severity, Summary, WorkloadCost, error
 from kubegap.manifests import configmaps_of
+from kubegap.reports.json import finding_text
 
 # Per object, as the audit allows: an object whose evaluation runs away is reported, the run goes on.
 EVALUATION_TIMEOUT = 10.0
@@ -34,6 +36,24 @@ class LintReport:
     summary: Summary = field(default_factory=Summary)
     unreadable: int = 0  # documents reported as invalid-manifest
     workloads: list[WorkloadCost] = field(default_factory=list)  # training workloads, with their cost
+    # The findings' JSON texts, in pieces, as kubegap.reports.report.Report takes them; made only for the
+    # JSON report, where the findings are made: by the worker processes, not after them in this one.
+    findings_json: list[str] | None = None
+
+    def add(self, part: LintReport) -> None:
+        """A run's report after the runs before it."""
+        self.findings += part.findings
+        self.passes += part.passes
+        self.summary.merge(part.summary)
+        self.unreadable += part.unreadable
+        self.workloads += part.workloads
+        if part.findings_json is not None:
+            pieces = [p for p in part.findings_json if p]
+            if self.findings_json is None:
+                self.findings_json = []
+            elif self.findings_json and pieces:
+                pieces[0] = ", " + pieces[0]
+            self.findings_json += pieces
 
 
 def _invalid(doc: manifests.Document) -> Finding:
@@ -120,37 +140,42 @@ def lint_documents(
     return report
 
 
+@dataclass(frozen=True, slots=True)
+class Output:
+    """What becomes of the findings once linted: the chart folders their files are named by, whether
+    passes are kept (SARIF, JUnit and PolicyReport count them), whether their JSON texts are made."""
+
+    charts: ChartDirs = field(default_factory=ChartDirs)
+    keep_passes: bool = False
+    texts: bool = False
+
+
 def lint(
     paths: Sequence[str],
     engine: Engine,
     stdin: IO[bytes] | None = None,
     jobs: int = 1,
-    keep_passes: bool = False,
+    output: Output = Output(),
 ) -> LintReport:
     """Lint files, folders and `-`; with jobs > 1 and enough files, in worker processes sharing the engine."""
     files = [path for _, path in inputs.expand(paths)]
     if None in files:  # stdin can be read only once: take it whole
-        return _lint_files(paths, engine, stdin, keep_passes, None)
+        return _lint_files(paths, engine, stdin, output, None)
     # ConfigMaps may sit in any file: read the few files that mention one first.
     mentions = [f for f in files if f is not None and _mentions_configmap(f)]
     known = configmaps_of(manifests.Reader().read(mentions)) if mentions else {}
     if not forked.parallel(len(files), jobs):
-        return _lint_files(paths, engine, None, keep_passes, known)
+        return _lint_files(paths, engine, None, output, known)
     named = [f for f in files if f is not None]
 
     def lint_run(run: Sequence[int]) -> bytes:
         """A run's report, pickled as kubegap.blobs does: read back here, in the one process that writes
         the report, where pickle's own way with dataclasses cost 0.35 s for 10,000 findings."""
-        return Blobs().dumps(_lint_files([named[i] for i in run], engine, None, keep_passes, known))
+        return Blobs().dumps(_lint_files([named[i] for i in run], engine, None, output, known))
 
     report = LintReport()
     for data in forked.each_run(lint_run, len(named), jobs):
-        part: LintReport = pickle.loads(data)
-        report.findings += part.findings
-        report.passes += part.passes
-        report.summary.merge(part.summary)
-        report.unreadable += part.unreadable
-        report.workloads += part.workloads
+        report.add(pickle.loads(data))
     return report
 
 
@@ -163,11 +188,15 @@ def _mentions_configmap(path: str) -> bool:
 
 
 def _lint_files(
-    paths: Sequence[str], engine: Engine, stdin: IO[bytes] | None, keep_passes: bool, known: ConfigMaps | None
+    paths: Sequence[str], engine: Engine, stdin: IO[bytes] | None, output: Output, known: ConfigMaps | None
 ) -> LintReport:
     reader = manifests.Reader()
-    report = lint_documents(reader.read(paths, stdin), engine, keep_passes, known)
+    report = lint_documents(reader.read(paths, stdin), engine, output.keep_passes, known)
     report.summary.not_applicable += reader.skipped
+    report.findings = output.charts.apply(report.findings)
+    report.passes = output.charts.apply(report.passes)
+    if output.texts:  # 0.2 s of 10,000 findings' 0.28 s report, where it ran after the workers
+        report.findings_json = [", ".join(map(finding_text, report.findings))]
     return report
 
 

@@ -10,6 +10,7 @@ from kubegap.config import Settings
 from kubegap.enginerules import NOT_EVALUATED
 from kubegap.evaluate import Engine, build_engine
 from kubegap.findings import Finding, Result, Severity
+from kubegap.reports.json import finding_text
 
 DATA = Path(__file__).parent / "data" / "engine"
 TRAIN = DATA / "train.yaml"
@@ -197,6 +198,25 @@ def test_parallel_lint_matches_serial(engine: Engine, tmp_path: Path) -> None:
     assert any(f.impact is not None for f in serial.findings)
     assert parallel.findings == serial.findings
     assert parallel.workloads == serial.workloads and len(serial.workloads) > 1
+
+
+def test_json_texts_made_by_the_workers_are_those_of_one_process(engine: Engine, tmp_path: Path) -> None:
+    """The JSON report's texts are made where the findings are; runs of files without a finding (the
+    first 24, Services) add nothing, not an empty item."""
+    text = TRAIN.read_text()
+    service = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 80}]}\n"
+    for index in range(forked.PARALLEL_MIN_FILES + 24):
+        body = service if index < 24 else text.replace("name: llm", f"name: llm-{index}")
+        (tmp_path / f"f{index:03}.yaml").write_text(body)
+    texts = lint.Output(texts=True)
+    serial = lint.lint([str(tmp_path)], engine, jobs=1, output=texts)
+    parallel = lint.lint([str(tmp_path)], engine, jobs=2, output=texts)
+    assert serial.findings and serial.findings[0].file and serial.findings[0].file.endswith("f024.yaml")
+    assert serial.findings_json is not None and parallel.findings_json is not None
+    assert len(parallel.findings_json) > 1  # one piece per run that found something
+    expected = ", ".join(map(finding_text, serial.findings))
+    assert "".join(serial.findings_json) == expected == "".join(parallel.findings_json)
+    assert lint.lint([str(tmp_path)], engine, jobs=2).findings_json is None  # made only when asked
 
 
 @pytest.mark.parametrize(("value", "jobs"), [("1", 1), ("3", 3)])

@@ -16,7 +16,7 @@ if _ROOT not in sys.path:
 
 from kubegap.config import Settings  # noqa: E402
 from kubegap.evaluate import Engine, build_engine  # noqa: E402
-from kubegap.lint import lint  # noqa: E402
+from kubegap.lint import Output, lint  # noqa: E402
 from tests.reports.sample import Sample, write_repo  # noqa: E402
 
 
@@ -32,7 +32,7 @@ def sample(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     cwd = Path.cwd()
     os.chdir(root)  # lint reports paths as given: relative, as in a CI checkout
     try:
-        report = lint(names, engine, keep_passes=True)
+        report = lint(names, engine, output=Output(keep_passes=True))
     finally:
         os.chdir(cwd)
     yield Sample(root, report, engine)
