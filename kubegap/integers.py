@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, Final
 
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# Final: compiled code reads a constant where it would look a module's name up each time
+INT64_MIN: Final = -(2**63)
+INT64_MAX: Final = 2**63 - 1
 # float64 ends near 1.8e308: an integer written with more characters than this cannot be in range, and
 # refusing it before conversion keeps a megabyte of digits from costing quadratic time.
 MAX_CHARACTERS = 400
