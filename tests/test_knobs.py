@@ -9,7 +9,7 @@ import pytest
 
 from kubegap import facts
 from kubegap.errors import PolicyError
-from kubegap.facts import ObjectFacts, knobs
+from kubegap.facts import ObjectFacts, knobs, model
 from kubegap.kinds import workload_of
 
 CATALOGUE = knobs.load()
@@ -197,6 +197,13 @@ def test_declaration_and_knob_take_the_longest() -> None:
         job({"args": ["--ddp_timeout", "600"]}, {"kubegap.dev/collective-timeout": "45m"})
     )
     assert found["collectiveTimeout"]["seconds"] == 2700.0
+
+
+def test_the_longest_of_several_values_is_the_first_of_equals() -> None:
+    found = [(60.0, "a", ("x",)), (600.0, "b", ("y",)), (30.0, "c", ("z",)), (600.0, "d", ("w",))]
+    assert model.longest(found) == model.seconds(600.0, "b", ("y",))
+    assert model.longest(found[:1]) == model.seconds(60.0, "a", ("x",))
+    assert model.longest([]) is None
 
 
 # (case, container, what `unresolved` must mention)
