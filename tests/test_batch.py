@@ -147,3 +147,41 @@ def backend(request: pytest.FixtureRequest) -> str:
 def test_every_scope_has_a_declared_units_variable() -> None:
     """Each scope's program reads its units from its own variable, which both runtimes must declare."""
     assert {batch.units_variable(scope) for scope in batch.SCOPE_BINDINGS} <= set(cel.VARIABLES)
+
+
+def test_a_program_answer_of_any_other_shape_is_no_answer() -> None:
+    """The outcomes are read from the program's lists only where each is the shape the program makes
+    (per unit, per policy, per validation: [], [verdict] or [false, message, path]); else no answer, and
+    each validation runs alone."""
+    from kubegap.facts.model import Unit
+
+    engine = build_engine(Settings())
+    (_, scope), program = next((k, p) for k, p in engine.scope_programs.items() if len(p.policies) > 1)
+    policies = program.policies
+    names = [p.batches[scope].names for p in policies]
+    units = [Unit(scope, {}), Unit(scope, {})]
+
+    def answer(verdict: list[Any]) -> list[Any]:
+        return [[[verdict for _ in own] for own in names] for _ in units]
+
+    good = answer([True])
+    found = batch._outcomes(good, policies, scope, units)
+    assert found is not None and len(found) == len(units) * len(policies)
+    first = found[(id(policies[0]), id(units[1]))]
+    assert list(first) == list(names[0]) and set(first.values()) == {(True,)}
+    failing = answer([False, "why", "spec.x"])
+    assert batch._outcomes(failing, policies, scope, units) is not None
+    absent = [[[] for _ in names] for _ in units]  # no policy applies: an empty mapping each
+    assert set(map(len, batch._outcomes(absent, policies, scope, units).values())) == {0}  # type: ignore[union-attr]
+    bad: list[Any] = [
+        "text",
+        good[:1],  # a unit short
+        [good[0], "text"],  # a unit that is no list
+        [good[0][:-1], good[1]],  # a policy short
+        [[*good[0][:-1], "text"], good[1]],  # a policy that is no list
+        [[good[0][0][:-1], *good[0][1:]], good[1]],  # a validation short
+        [[["text", *good[0][0][1:]], *good[0][1:]], good[1]],  # a verdict that is no list
+        [[[[True, False], *good[0][0][1:]], *good[0][1:]], good[1]],  # of two items
+    ]
+    for values in bad:
+        assert batch._outcomes(values, policies, scope, units) is None, values
