@@ -63,12 +63,12 @@ class CompiledPolicy:
     applies_to: Program | None
     variables: tuple[tuple[Variable, Program], ...]
     validations: tuple[CompiledValidation, ...]
+    # the annotation that exempts a unit, looked up in every unit's annotations: one text, its hash kept
+    exemption_key: str
     # ids of the programs that read `variables`: only they need the activation that carries them
     variable_users: frozenset[int] = frozenset()
     remediation: str = ""  # the policy's fix text, parameters filled in
     batches: Mapping[str, Batch] = field(default_factory=dict)  # scope -> its validations in one program
-    # the annotation that exempts a unit, looked up in every unit's annotations: one text, its hash kept
-    exemption_key: str = ""
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -195,10 +195,10 @@ def compile_policies(
                 applies_to=_compile(backend, policy, "appliesTo", policy.applies_to),
                 variables=variables,
                 validations=validations,
+                exemption_key=EXEMPTION_PREFIX + policy.id,
                 variable_users=_variable_users(validations),
                 remediation=fill(policy.remediation, policy, params),
                 batches=_batches(backend, policy, validations),
-                exemption_key=EXEMPTION_PREFIX + policy.id,
             )
         )
     return out

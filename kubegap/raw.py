@@ -38,19 +38,17 @@ def dig(obj: Any, path: FieldPath) -> Any:
     """The value at `path` (keys into mappings, indexes into lists); None where any step is missing."""
     value: Any = obj
     for part in path:
-        # Exact types first, as parsers give them: the abstract test is a Python call (ABCMeta), and
-        # most values that are not a dict are None, text or a list (a missing field's parent).
+        # A dict, as parsers give, is told by its exact type, and the abstract test (a Python call, in
+        # ABCMeta) is not made for the plain values, None the commonest (a missing field's parent).
         kind = type(value)
         if kind is dict and type(part) is str:
             value = value.get(part)
-        elif isinstance(part, int) and kind is list:
+        elif isinstance(part, int) and isinstance(value, list):
             if not 0 <= part < len(value):
                 return None
             value = value[part]
         elif kind not in _PLAIN and isinstance(part, str) and isinstance(value, Mapping):
             value = value.get(part)
-        elif isinstance(part, int) and isinstance(value, list) and 0 <= part < len(value):  # a list subclass
-            value = value[part]
         else:
             return None
     return value
