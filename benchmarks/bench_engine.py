@@ -12,6 +12,13 @@ what an audit of a cluster full of one Job's pods sees (kubegap.memo), is report
 Prints median and p99 per object (CPU time of the process, so other work on a shared machine counts
 less; `--wall` for wall time) and their ratio to the target; asserts nothing.
 Target: typical ≤ 0.3 ms, median and p99.
+
+    python benchmarks/bench_engine.py --instructions [--against DIR]
+
+counts instead the machine instructions one typical object costs (valgrind's callgrind, which must be
+installed: the processes of `--count` evaluations and of one, subtracted), for this checkout and for the
+checkout at DIR (a worktree of another commit, built the same way), with their ratio. Other tenants of a
+shared machine move times by tens of percent from one minute to the next; the count does not move.
 """
 
 from __future__ import annotations
@@ -20,8 +27,12 @@ import argparse
 import cProfile
 import gc
 import json
+import os
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -60,13 +71,59 @@ def row(name: str, size: int, times: list[float], target: float | None) -> str:
     return text
 
 
+def instructions(checkout: Path, count: int, backend: str) -> int:
+    """Instructions one typical object costs with kubegap imported from `checkout`: the process that
+    evaluates `count + 1` of `count + 1` copies less the one that evaluates one of them, so start-up,
+    building the engine and copying the objects cancel out. Hash seeds fixed: the count repeats exactly."""
+    totals = []
+    for evaluated in (1, count + 1):
+        with tempfile.TemporaryDirectory() as work:
+            out = Path(work) / "callgrind.out"
+            command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable]
+            command += [__file__, "--evaluate-copies", str(count + 1), str(evaluated), "--backend", backend]
+            env = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONHASHSEED": "0"}
+            subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            line = next(t for t in out.read_text().splitlines() if t.startswith("totals:"))
+            totals.append(int(line.split()[1]))
+    return (totals[1] - totals[0]) // count
+
+
+def _evaluate_copies(total: int, evaluated: int, backend: str) -> None:
+    gc.set_threshold(*GC_THRESHOLDS)
+    engine = build_engine(Settings(cel_backend=backend))
+    for obj in copies(jobset(3), total)[:evaluated]:
+        engine.evaluate(obj)
+
+
+def _instructions(args: argparse.Namespace) -> int:
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
+    here = Path(__file__).resolve().parent.parent
+    count = min(args.count, 200)  # each evaluation is about 50 times slower under callgrind
+    print(f"instructions per typical object (callgrind, {count} evaluations), {native.state().describe()}")
+    mine = instructions(here, count, args.backend)
+    print(f"  this checkout ({here}): {mine:,}", flush=True)
+    if args.against:
+        theirs = instructions(Path(args.against).resolve(), count, args.backend)
+        print(f"  {args.against}: {theirs:,}; this checkout = {mine / theirs:.3f}x")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=400)
     parser.add_argument("--backend", default="cel-expr")
     parser.add_argument("--profile", metavar="OUT", help="write a cProfile of the typical object's runs")
     parser.add_argument("--wall", action="store_true", help="wall-clock time instead of CPU time")
+    parser.add_argument("--instructions", action="store_true", help="count instructions (valgrind), not time")
+    parser.add_argument("--against", metavar="DIR", help="with --instructions: also the checkout at DIR")
+    parser.add_argument("--evaluate-copies", nargs=2, type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.evaluate_copies:  # the process callgrind counts (`instructions`)
+        _evaluate_copies(*args.evaluate_copies, args.backend)
+        return 0
+    if args.instructions:
+        return _instructions(args)
     global CPU
     CPU = not args.wall
     gc.set_threshold(*GC_THRESHOLDS)  # as every kubegap command runs the engine (kubegap/cli.py)
