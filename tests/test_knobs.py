@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubegap import facts
+from kubegap import facts, globs
 from kubegap.errors import PolicyError
 from kubegap.facts import ObjectFacts, knobs, model
 from kubegap.kinds import workload_of
@@ -631,6 +631,20 @@ def test_override_patterns(pattern: str, key: str, matches: bool) -> None:
 def test_resource_classes(resource: str, gpu: bool, accelerator: bool) -> None:
     assert CATALOGUE.is_gpu(resource) is gpu
     assert CATALOGUE.is_accelerator(resource) is accelerator
+
+
+def test_resource_classes_remembered_and_past_what_is_remembered_are_the_globs() -> None:
+    catalogue = knobs.load()
+    kept = knobs._KINDS_KEPT
+    names = ["habana.ai/gaudi", "cpu", *(f"nvidia.com/mig-{i}g.5gb" for i in range(kept)), "google.com/tpu"]
+    expected = [
+        (globs.matches(n, catalogue.gpu_resources), globs.matches(n, catalogue.accelerator_resources))
+        for n in names
+    ]
+    assert expected[0] == (False, True) and expected[-1] == (False, True)
+    for _ in range(2):  # asked first, then answered from what the catalogue remembers (or not, past it)
+        assert [(catalogue.is_gpu(n), catalogue.is_accelerator(n)) for n in names] == expected
+    assert len(catalogue._kinds) == kept
 
 
 @pytest.mark.parametrize(

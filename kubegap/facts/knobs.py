@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
-from typing import Any
+from typing import Any, Final
 
 from kubegap import durations, globs, schema
 from kubegap.errors import PolicyError
+
+_KINDS_KEPT: Final = 4096  # resource names whose kind a catalogue remembers
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -75,6 +77,9 @@ class Catalogue:
     _by_name: Mapping[str, tuple[int, ...]] = field(init=False, repr=False, compare=False)
     _by_flag: Mapping[str, tuple[int, ...]] = field(init=False, repr=False, compare=False)
     _overridden: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    # resource name -> (a GPU, an accelerator): every container asks of each of its resources, by globs,
+    # and a cluster names few resources (bounded all the same: names come from the objects read)
+    _kinds: dict[str, tuple[bool, bool]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         grouped: dict[str, list[Knob]] = {}
@@ -92,6 +97,7 @@ class Catalogue:
         object.__setattr__(self, "_by_flag", {k: tuple(v) for k, v in by_flag.items()})
         object.__setattr__(self, "_by_name", {k: tuple(v) for k, v in by_name.items()})
         object.__setattr__(self, "_overridden", tuple(i for i, k in valued if k.overrides))
+        object.__setattr__(self, "_kinds", {})
 
     def by_setting(self, setting: str) -> tuple[Knob, ...]:
         return self._by_setting.get(setting, ())
@@ -109,10 +115,19 @@ class Catalogue:
         return [self.knobs[i] for i in sorted(found)]
 
     def is_gpu(self, resource: str) -> bool:
-        return globs.matches(resource, self.gpu_resources)
+        return self._kind(resource)[0]
 
     def is_accelerator(self, resource: str) -> bool:
-        return globs.matches(resource, self.accelerator_resources)
+        return self._kind(resource)[1]
+
+    def _kind(self, resource: str) -> tuple[bool, bool]:
+        found = self._kinds.get(resource)
+        if found is None:
+            gpu, accelerator = self.gpu_resources, self.accelerator_resources
+            found = (globs.matches(resource, gpu), globs.matches(resource, accelerator))
+            if len(self._kinds) < _KINDS_KEPT:
+                self._kinds[resource] = found
+        return found
 
 
 def _knob(raw: Mapping[str, Any]) -> Knob:
