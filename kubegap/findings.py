@@ -182,6 +182,16 @@ class Finding:
     def __reduce__(self) -> tuple[type[Finding], tuple[Any, ...]]:
         return reduced(self)
 
+    def priced(self, impact: Impact, severity: Severity) -> Finding:
+        """This finding with what fixing it is worth and the severity that follows (kubegap.pricing). Every
+        failing finding of a training workload is rebuilt so: field by field, where `changed` would take
+        keyword names and look each one up."""
+        return Finding(
+            self.policy, self.rule, severity, self.result, self.message, self.remediation, self.object,
+            self.role, self.container, self.path, self.file, self.document, self.line, self.column,
+            self.unresolved, impact, self.containers, self.scope, self.roles,
+        )  # fmt: skip
+
     def where(self) -> str:
         """`role R, container C` (what is there of it): how every report names the place in a workload."""
         parts = [

@@ -316,7 +316,7 @@ class _Model:
                 if why
                 else self._unpriced
             )
-            return changed(finding, impact=unpriced)
+            return finding.priced(unpriced, finding.severity)
         key = (how.term, how.limit)
         if key not in self._fixed:
             after = FIXES[how.term](self.situation, how.limit)
@@ -329,8 +329,8 @@ class _Model:
                 self._fixed[key] = (fixed, self.now - lost_gpu_hours(fixed))
         fixed, saved = self._fixed[key]
         if saved is None:
-            return changed(finding, impact=Impact(None, _UNKNOWN, self.now_inputs, None))
+            return finding.priced(Impact(None, _UNKNOWN, self.now_inputs, None), finding.severity)
         impact = Impact(saved, None, self.now_inputs, fixed)
         if not how.severity_from_impact:
-            return changed(finding, impact=impact)
-        return changed(finding, impact=impact, severity=_SEVERITY[severity_for(saved, self.settings)])
+            return finding.priced(impact, finding.severity)
+        return finding.priced(impact, _SEVERITY[severity_for(saved, self.settings)])

@@ -49,6 +49,22 @@ def test_a_changed_finding_equals_what_dataclasses_replace_builds(changes: dict[
     assert FINDING.roles == () and FINDING.impact is None  # the original is left as it was
 
 
+def test_a_priced_finding_is_the_finding_with_its_impact_and_severity() -> None:
+    # every field set to a value other than its default, so a field `priced` left out or moved shows
+    values: dict[str, object] = {
+        "policy": "p", "rule": "r", "severity": Severity.LOW, "result": Result.ERROR, "message": "m",
+        "remediation": "fix", "object": REF, "role": "Worker", "container": "c", "path": "spec",
+        "file": "f.yaml", "document": 3, "line": 4, "column": 5, "unresolved": ("u",), "impact": None,
+        "containers": ("a", "b"), "scope": "node", "roles": ("Worker", "Launcher"),
+    }  # fmt: skip
+    assert set(values) == {f.name for f in dataclasses.fields(Finding)}
+    whole = Finding(**values)  # type: ignore[arg-type]
+    impact = Impact(12.5, None, INPUTS, INPUTS)
+    out = whole.priced(impact, Severity.CRITICAL)
+    assert out == dataclasses.replace(whole, impact=impact, severity=Severity.CRITICAL)
+    assert whole.impact is None and whole.severity is Severity.LOW  # the original is left as it was
+
+
 def test_classes_of_one_field_and_of_none_are_read_as_tuples() -> None:
     assert fields_of(_One)[1](_One(3)) == (3,)
     assert changed(_One(3), only=4) == _One(4)
