@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from kubegap.integers import INT64_MAX, INT64_MIN
 
@@ -33,6 +33,9 @@ RUNTIME_BUDGET = 1_000_000  # per evaluation of one expression, as apiserver's P
 # (benchmarks/bench_celcost.py): its budget buys under a second of work, not the same units.
 SLOW_RUNTIME_BUDGET = 20_000
 
+# `str.isascii` held once: compiled, `text.isascii()` looks the method up on the type at every call, and
+# the survey asks it of every text and key of every binding
+_ISASCII: Final = str.isascii
 _MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
 _LIST_FUNCTIONS = frozenset({"joined", "matchesAny"})
 _TOKEN = re.compile(
@@ -169,7 +172,7 @@ def survey(value: Any) -> tuple[int, bool]:
             # typed names where the type is known: compiled code then calls the type's own operations
             if kind is str:
                 text: str = each
-                if plain and not text.isascii():
+                if plain and not _ISASCII(text):
                     plain = _utf8(text)
             elif kind is dict:
                 mapping: dict[Any, Any] = each
@@ -178,7 +181,7 @@ def survey(value: Any) -> tuple[int, bool]:
                     best = size
                 if plain:  # each key looked at in place: joining them made a text per map (15% slower)
                     for key in mapping:
-                        if type(key) is not str or not (key.isascii() or _utf8(key)):
+                        if type(key) is not str or not (_ISASCII(key) or _utf8(key)):
                             plain = False
                             break
                 stack.append(mapping.values())
