@@ -56,6 +56,27 @@ def test_longest_finds_the_biggest_list_or_map_anywhere() -> None:
     assert celcost.longest("a string is not a list") == 0
 
 
+SURVEYS = [
+    ("plain", {"a": [1, "é", {"b": [None, 2.5, True]}], "c": {}}, (3, True)),
+    ("an integer past int64", {"a": {"b": [2**63]}}, (1, False)),
+    ("int64's least", {"a": [-(2**63)]}, (1, True)),
+    ("a lone surrogate in a text", {"a": ["x", "\ud800"]}, (2, False)),
+    ("a lone surrogate in a key", {"a": {"\udfff": 1}}, (1, False)),
+    ("a key that is no text", {"a": {1: "x", 2: "y"}}, (2, False)),
+    ("a key that is no text beside a list", {7: [1, 2], "b": "x"}, (2, False)),
+    ("a tuple", {"a": (1, 2, 3, 4)}, (4, False)),
+    ("a scalar", "text", (0, True)),
+    ("a list at the root", [[1, 2, 3], [4]], (3, True)),
+]
+
+
+@pytest.mark.parametrize(("case", "value", "expected"), SURVEYS, ids=[s[0] for s in SURVEYS])
+def test_a_survey_tells_the_longest_and_whether_cel_takes_the_value(
+    case: str, value: Any, expected: tuple[int, bool]
+) -> None:
+    assert celcost.survey(value) == expected
+
+
 def test_every_bundled_expression_is_well_under_the_estimate_limit() -> None:
     for loaded in policy.load():
         for source in expressions(loaded):
