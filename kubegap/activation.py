@@ -100,6 +100,9 @@ class Run:
         # id of a binding -> its longest list or map, and whether CEL takes it as it is (celcost.survey)
         self.sizes: dict[int, tuple[int, bool]] = {}
         self.places: dict[int, tuple[tuple[str, ...], str]] = {}  # id(unit) -> where parts
+        # where a pass on a unit is, by whether unseen values are listed and whether it is told for the
+        # unit's twins (their roles are the unit's whichever policy tells them): most policies pass
+        self.passes: dict[tuple[int, bool, bool], Place] = {}
         self.matched: dict[tuple[int, int], dict[str, list[str]]] = {}  # (group, unit)
         # id of an original unit -> its twins' roles, on first use
         self.twins: dict[int, list[str]] | None = None
@@ -203,6 +206,16 @@ class Run:
             "roles": roles,
         }
 
+    def pass_place(self, unit: Unit, lists_unresolved: bool, roles: tuple[str, ...]) -> Place:
+        """`where` a pass on the unit is, at the unit's own path (kubegap.findings.passed)."""
+        key = (id(unit), lists_unresolved, bool(roles))
+        place = self.passes.get(key)
+        if place is None:
+            where = self.where(unit, unit.default_path or None, lists_unresolved)
+            role, container, path = where["role"], where["container"], where["path"]
+            place = self.passes[key] = (role, container, path, where["unresolved"], where["scope"], roles)
+        return place
+
 
 _SCOPES = {"node": "node", "cluster-node": "cluster", "pool": "cluster"}
 
@@ -239,8 +252,6 @@ class UnitState:
         self._outcomes: Mapping[str, tuple[Any, ...]] | None = None
         self._batched = False
         self._exemptions: tuple[list[exemptions.Exemption], dict[str, tuple[str, str]]] | None = None
-        # where a pass is, by whether unseen values are listed and whether it is told for the unit's twins
-        self._passes: dict[tuple[bool, bool], Place] = {}
 
     def _share(self) -> None:
         if self._bindings is None:
@@ -332,13 +343,9 @@ class UnitState:
 
     def passed(self, validation: CompiledValidation, roles: tuple[str, ...] = ()) -> Finding:
         """The validation's pass on this unit, at the unit's own path; told for `roles` (Run.told_roles)."""
-        key = (validation.reads_values, bool(roles))
-        place = self._passes.get(key)
-        if place is None:
-            where = self.run.where(self.unit, self.unit.default_path or None, validation.reads_values)
-            role, container, path = where["role"], where["container"], where["path"]
-            place = self._passes[key] = (role, container, path, where["unresolved"], where["scope"], roles)
-        return passed(validation.check, self.run.ref, place)
+        return passed(
+            validation.check, self.run.ref, self.run.pass_place(self.unit, validation.reads_values, roles)
+        )
 
     def exemption(self, rule: str) -> tuple[str | None, dict[str, tuple[str, str]]]:
         """(the nearest reason that covers `rule`, {path: (problem, fix)} of exemptions that exempt
