@@ -104,8 +104,8 @@ class Run:
         # unit's twins (their roles are the unit's whichever policy tells them): most policies pass
         self.passes: dict[tuple[int, bool, bool], Place] = {}
         self.matched: dict[tuple[int, int], dict[str, list[str]]] = {}  # (group, unit)
-        # id of an original unit -> its twins' roles, on first use
-        self.twins: dict[int, list[str]] | None = None
+        # id of an original unit -> the roles its results are told for (its own, its twins'), on first use
+        self.twins: dict[int, tuple[str, ...]] | None = None
 
     def items(self, value: Any) -> int:
         """The size of the longest list or map in `value` (a binding), measured once per object."""
@@ -125,14 +125,15 @@ class Run:
     def told_roles(self, unit: Unit) -> tuple[str, ...]:
         """The roles a result of the unit is told for when its twins' are told with it (kubegap.facts.twins,
         RULES.md §4): its own, then its twins' in template order; empty where it has no twin."""
-        if self.twins is None:
-            self.twins = {}
+        if self.twins is None:  # asked for about every pass and failure: each unit's answer made once
+            told: dict[int, list[str]] = {}
             for units in self.facts.units.values():
                 for each in units:
-                    if each.original is not None and each.role is not None:
-                        self.twins.setdefault(id(each.original), []).append(each.role)
-        found = self.twins.get(id(unit))
-        return (unit.role or "", *found) if found else ()
+                    original = each.original
+                    if original is not None and each.role is not None:
+                        told.setdefault(id(original), [original.role or ""]).append(each.role)
+            self.twins = {key: tuple(roles) for key, roles in told.items()}
+        return self.twins.get(id(unit), ())
 
     def outcome(self, policy: CompiledPolicy, unit: Unit) -> Mapping[str, tuple[Any, ...]] | None:
         """The policy's outcomes for the unit from its scope's one program (kubegap.batch), run once per
