@@ -88,7 +88,7 @@ class OptionalBuild(build_ext):
             return
         package = ROOT / "kubegap" if self.inplace else Path(self.build_lib) / "kubegap"
         package.mkdir(parents=True, exist_ok=True)
-        (package / BUILT).write_text(json.dumps(_digests(), indent=1, sort_keys=True) + "\n")
+        (package / BUILT).write_text(json.dumps(DIGESTS, indent=1, sort_keys=True) + "\n")
 
     def _clear(self) -> None:
         if self.inplace:
@@ -123,4 +123,6 @@ def _extensions() -> list[object]:
         return []
 
 
+# Taken before mypyc reads the sources: a source edited while the build runs is not recorded as compiled.
+DIGESTS = _digests()
 setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuild})
