@@ -8,6 +8,7 @@ can know is counted: exact names, or entries that name one numbered device (`mlx
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -22,11 +23,19 @@ def ib_hca(environment: Environment) -> dict[str, Any] | None:
     var = environment.variables.get("NCCL_IB_HCA")
     if var is None or var.value is None:
         return None
-    text = var.value.strip()
+    count = hca_count(var.value)
+    return None if count is None else {"count": count, "text": var.value, "path": render(var.path)}
+
+
+# Keyed by the text: the pods of a cluster set NCCL_IB_HCA to a few values (bounded all the same).
+@functools.lru_cache(maxsize=1024)
+def hca_count(value: str) -> int | None:
+    """How many HCAs an NCCL_IB_HCA value names; None where the node decides."""
+    text = value.strip()
     if text.startswith("^"):
         return None  # an exclusion list: the HCAs left depend on the node
     exact = text.startswith("=")
     entries = {e.strip() for e in text.lstrip("=").split(",") if e.strip()}
     if not entries or (not exact and not all(_NUMBERED.match(e.split(":", 1)[0]) for e in entries)):
         return None  # a family prefix (`mlx5`) selects as many cards as the node has
-    return {"count": len(entries), "text": var.value, "path": render(var.path)}
+    return len(entries)
