@@ -38,6 +38,9 @@ class CompiledValidation:
     message_expression: Program | None
     field_path: Program | None
     check: Check  # what each of its results reports (policy, rule, severity, fix), built once
+    # `validation.scope`, read for every policy of every object: an attribute compiled code reads directly
+    # (a Validation is a plain Python object); its name is `check.rule`
+    scope: str
     # whether a value kubegap cannot see could change its verdict: only then are unseen sources listed
     reads_values: bool = True
     # whether its message or field path may read a unit's role or a path (kubegap.facts.reads.names_place):
@@ -170,6 +173,7 @@ def _validation(
             backend, policy, f"validation {v.name} fieldPathExpression", v.field_path_expression
         ),
         check=Check(policy.id, v.name, v.severity, fill(v.remediation or policy.remediation, policy, params)),
+        scope=v.scope,
         reads_values=_reads_values(policy, v),
         text_placed=reads.names_place(v.message_expression) or reads.names_place(v.field_path_expression),
     )

@@ -31,7 +31,7 @@ def results(run: Run, policy: CompiledPolicy, out: list[Finding]) -> None:
         # place is composed for each twin (kubegap.collapse merges those that come out the same).
         placed = validation.text_placed
         told: set[int] = set()  # units whose result here was told for their twins too
-        for unit in run.facts.units.get(validation.validation.scope, ()):
+        for unit in run.facts.units.get(validation.scope, ()):
             if unit.original is not None and id(unit.original) in told:
                 continue
             known = states.get(id(unit))
@@ -43,7 +43,7 @@ def results(run: Run, policy: CompiledPolicy, out: list[Finding]) -> None:
             state, outcomes = known
             if outcomes is not None:  # the common case, kept short
                 applied = applied or bool(outcomes)
-                if not outcomes or not (outcome := outcomes[validation.validation.name]):
+                if not outcomes or not (outcome := outcomes[validation.check.rule]):
                     # the policy or the validation does not apply: nor, then, to the unit's twins, whose
                     # outcomes and annotations are its own (kubegap.batch.twin_outcome)
                     if twins:
@@ -75,7 +75,7 @@ def _judge_alone(
 ) -> tuple[bool, Finding | None]:
     """(whether the policy applies to the unit, the result) where exemptions name the policy or the scope's
     program could not answer."""
-    name, unit = validation.validation.name, state.unit
+    name, unit = validation.check.rule, state.unit
     applies = False
     try:
         if not (state.policy_applies() if outcomes is None else outcomes):

@@ -205,6 +205,17 @@ def test_unknown_policy_ids_are_usage_errors(bundled: list[policy.Policy], setti
         select(bundled, settings)
 
 
+def test_a_compiled_validation_tells_its_scope_and_its_name_as_its_source_does(
+    bundled: list[policy.Policy],
+) -> None:
+    policies = compile_policies(bundled, Settings(), cel.backend("cel-expr"))
+    compiled = [v for c in policies for v in c.validations]
+    assert len(compiled) > 30
+    assert {v.validation.scope for v in compiled} >= {"workload", "template", "container", "node"}
+    for each in compiled:
+        assert (each.scope, each.check.rule) == (each.validation.scope, each.validation.name)
+
+
 def test_skipped_policy_is_not_compiled(tmp_path: Path) -> None:
     """A broken policy the user skips does not stop the run."""
     policies = load(tmp_path, POLICY.replace("container.gpus <= params.count", "container.gpus <="))
