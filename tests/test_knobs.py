@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any
 
@@ -521,6 +522,31 @@ def test_framework_recognised(case: str, command: list[str], name: str | None, d
         assert "framework" not in found
     else:
         assert (found["framework"]["name"], found["framework"]["defaultTimeout"]) == (name, default)
+
+
+def test_the_framework_is_the_first_in_catalogue_order_that_meets_the_command() -> None:
+    def first_meeting(words: list[str]) -> knobs.Framework | None:  # the catalogue's rule, as sets
+        names = set(words) | {w.rsplit("/", 1)[-1] for w in words}
+        flags = {w.partition("=")[0] for w in words if w.startswith("-")}
+        return next((f for f in CATALOGUE.frameworks if f.tokens & names or f.flags & flags), None)
+
+    vocabulary = sorted({w for f in CATALOGUE.frameworks for w in f.tokens | f.flags})
+    assert len(vocabulary) > 20
+    rng = random.Random(7)
+    forms = [
+        lambda w: w,
+        lambda w: f"/opt/bin/{w}",
+        lambda w: f"{w}=1",
+        lambda w: f"x{w}",
+        lambda w: "train.py",
+    ]
+    seen = set()
+    for _ in range(2000):
+        words = [rng.choice(forms)(rng.choice(vocabulary)) for _ in range(rng.randint(0, 5))]
+        expected = first_meeting(words)
+        assert CATALOGUE.framework_of(words) == expected, words
+        seen.add(expected.name if expected else None)
+    assert len(seen) == len(CATALOGUE.frameworks) + 1  # every framework, and none
 
 
 HEAD = "apiVersion: kubegap.dev/v1alpha1\nkind: KnobCatalogue\n"

@@ -80,6 +80,9 @@ class Catalogue:
     # resource name -> (a GPU, an accelerator): every container asks of each of its resources, by globs,
     # and a cluster names few resources (bounded all the same: names come from the objects read)
     _kinds: dict[str, tuple[bool, bool]] = field(init=False, repr=False, compare=False)
+    # word (a token or its base name) and flag -> the first framework, in catalogue order, that names it
+    _framework_words: dict[str, int] = field(init=False, repr=False, compare=False)
+    _framework_flags: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         grouped: dict[str, list[Knob]] = {}
@@ -98,6 +101,15 @@ class Catalogue:
         object.__setattr__(self, "_by_name", {k: tuple(v) for k, v in by_name.items()})
         object.__setattr__(self, "_overridden", tuple(i for i, k in valued if k.overrides))
         object.__setattr__(self, "_kinds", {})
+        words: dict[str, int] = {}
+        flags: dict[str, int] = {}
+        for index, each in enumerate(self.frameworks):
+            for word in each.tokens:
+                words.setdefault(word, index)
+            for flag in each.flags:
+                flags.setdefault(flag, index)
+        object.__setattr__(self, "_framework_words", words)
+        object.__setattr__(self, "_framework_flags", flags)
 
     def by_setting(self, setting: str) -> tuple[Knob, ...]:
         return self._by_setting.get(setting, ())
@@ -113,6 +125,26 @@ class Catalogue:
         if overrides:
             found.update(self._overridden)
         return [self.knobs[i] for i in sorted(found)]
+
+    def framework_of(self, words: Sequence[str]) -> Framework | None:
+        """The first framework, in catalogue order, that one of a command line's words names: the word or
+        its base name (`/usr/bin/torchrun`) among its tokens, or, for a flag, its name among its flags."""
+        frameworks, by_word, by_flag = self.frameworks, self._framework_words, self._framework_flags
+        none = first = len(frameworks)
+        for text in words:
+            found = by_word.get(text, none)
+            if found < first:
+                first = found
+            slash = text.rfind("/")
+            if slash >= 0:
+                found = by_word.get(text[slash + 1 :], none)
+                if found < first:
+                    first = found
+            if text.startswith("-"):
+                found = by_flag.get(text.partition("=")[0], none)
+                if found < first:
+                    first = found
+        return frameworks[first] if first < none else None
 
     def is_gpu(self, resource: str) -> bool:
         return self._kind(resource)[0]

@@ -68,12 +68,12 @@ def convert(knob: Knob, text: str) -> float:
 
 def present(knob: Knob, cmd: argv.CommandLine, env: Environment, argv_only: bool = False) -> bool:
     """Whether some form of the knob may be on the command line or in the environment. Most knobs are
-    absent from most containers: set tests, in C, say so before `raw_values` reads anything."""
-    return bool(
-        not knob.flags.isdisjoint(cmd.flags)
-        or (knob.overrides and cmd.overrides)
-        or (not argv_only and not knob.env.isdisjoint(env.variables))
-    )
+    absent from most containers: the knob's few names are looked up before `raw_values` reads anything
+    (`isdisjoint` against a mapping walks all of the mapping's keys: every variable, for each knob)."""
+    flags, variables = cmd.flags, env.variables
+    if any(flag in flags for flag in knob.flags) or (knob.overrides and cmd.overrides):
+        return True
+    return not argv_only and any(name in variables for name in knob.env)
 
 
 def raw_values(
@@ -163,12 +163,7 @@ def hidden(
 
 
 def framework(catalogue: Catalogue, cmd: argv.CommandLine) -> Framework | None:
-    words = {t.text for t in cmd.tokens} | {t.text.rsplit("/", 1)[-1] for t in cmd.tokens}
-    flags = {t.text.partition("=")[0] for t in cmd.tokens if t.text.startswith("-")}
-    for each in catalogue.frameworks:  # isdisjoint: no set is built for a framework that is not there
-        if not each.tokens.isdisjoint(words) or not each.flags.isdisjoint(flags):
-            return each
-    return None
+    return catalogue.framework_of([t.text for t in cmd.tokens])
 
 
 @dataclass(slots=True, unsafe_hash=True, init=False)
