@@ -23,13 +23,13 @@ def ib_hca(environment: Environment) -> dict[str, Any] | None:
     var = environment.variables.get("NCCL_IB_HCA")
     if var is None or var.value is None:
         return None
-    count = hca_count(var.value)
+    count = _hca_count(var.value)
     return None if count is None else {"count": count, "text": var.value, "path": render(var.path)}
 
 
 # Keyed by the text: the pods of a cluster set NCCL_IB_HCA to a few values (bounded all the same).
 @functools.lru_cache(maxsize=1024)
-def hca_count(value: str) -> int | None:
+def _hca_count(value: str) -> int | None:
     """How many HCAs an NCCL_IB_HCA value names; None where the node decides."""
     text = value.strip()
     if text.startswith("^"):
