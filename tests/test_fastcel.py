@@ -95,6 +95,17 @@ def test_the_bundled_programs_come_from_the_module_written_ahead(engine: Engine)
     assert all(any(p.fast is f for f in ahead) for p in engine.scope_programs.values())
 
 
+def test_a_bundled_program_is_found_by_its_text_without_writing_it_again(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unwanted(source: str) -> str | None:
+        raise AssertionError("written again at load")
+
+    monkeypatch.setattr(fastcel, "write", unwanted)
+    for program in engine.scope_programs.values():
+        assert fastcel.compile_fast(program.source) is program.fast
+
+
 def test_a_program_not_written_ahead_is_compiled_when_loaded() -> None:
     program = fastcel.compile_fast("size(facts.names) > params.least")
     assert program is not None
