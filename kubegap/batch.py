@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kubegap import celcost, celops, fastcel
-from kubegap.cel import Backend, CelError, Program
+from kubegap.cel import Backend, CelError, Deferred, Program
 from kubegap.compiled import CompiledPolicy
 
 if TYPE_CHECKING:
@@ -75,10 +75,10 @@ def build(
             for name in reversed(bound):
                 body = f"[{_UNIT}.{name}].map({name}, {body})[0]"
             source = f"{units_variable(scope)}.map({_UNIT}, {body})"
-            try:
-                program = backend.compile(source)
-            except CelError:  # each policy's validations still run alone, as they compiled alone
-                continue
+            # Compiled when the runtime must first answer (the fast path cannot, or is off; most runs never
+            # ask): every part compiled in its policy's batch. Should the whole not compile, the call
+            # raises and each validation runs alone, as for any error (`evaluate`).
+            program = Deferred(backend, source)
             costs = [c for p in chosen for c in p.batches[scope].costs]
             shared = group_of[id(chosen[0])]
             # parameters are the same for every object: ones CEL could not take keep the runtime

@@ -72,6 +72,25 @@ def joined(items: Sequence[Any]) -> str:
     return ", ".join(str(i) for i in items)
 
 
+class Deferred:
+    """A program compiled when it first runs, from an expression already proven to compile as part of a
+    larger one (kubegap.compiled): most of the policies' expressions never run alone, and compiling each at
+    every start was most of a start's CEL work. A compile that fails here raises CelError from the call,
+    which reports it as the expression's error."""
+
+    __slots__ = ("_backend", "_program", "source")
+
+    def __init__(self, backend: Backend, source: str) -> None:
+        self._backend, self.source = backend, source
+        self._program: Program | None = None
+
+    def __call__(self, activation: Any) -> Any:
+        program = self._program
+        if program is None:  # two threads may both compile it: either result will do
+            program = self._program = self._backend.compile(self.source)
+        return program(activation)
+
+
 class CelExpr:
     name = "cel-expr"
     cost_budget = celcost.RUNTIME_BUDGET

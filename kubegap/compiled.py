@@ -1,4 +1,9 @@
-"""Policies ready to run: selected, parameters resolved, every CEL expression compiled once at start-up.
+"""Policies ready to run: selected, parameters resolved, every CEL expression proven to compile at start-up.
+
+Each scope's validations of a policy compile as one expression (`Batch`), and that proves each part: a
+part is compiled alone only when it first runs alone (`cel.Deferred`), which most never do, since the
+scope's one program answers for them (kubegap.batch). A part no compiled batch holds is compiled at once,
+so a policy whose CEL does not compile still fails to load, naming the expression.
 
 Compiled with the per-object path (setup.py): judging reads these records' fields for every validation of
 every unit, which from compiled code costs a generic attribute lookup on a Python class (2-3% of a typical
@@ -8,12 +13,12 @@ object's time, measured). So they take the form mypyc compiles as a dataclass, n
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubegap import celcost
-from kubegap.cel import Backend, CelError, Program
+from kubegap.cel import Backend, CelError, Deferred, Program
 from kubegap.config import Settings
 from kubegap.errors import PolicyError, UsageError
 from kubegap.facts import reads
@@ -84,7 +89,6 @@ class Batch:
     returns enough nulls crashes), so messages and paths are evaluated only for failures."""
 
     source: str
-    validations: tuple[CompiledValidation, ...]
     costs: tuple[celcost.Cost, ...]  # of its parts that iterate, each checked against the budget alone
     texts_placed: frozenset[str] = frozenset()  # validations whose message or path reads a unit's place
     names: tuple[str, ...] = ()  # the validations' names, in order
@@ -101,16 +105,24 @@ class Guarded:
         return self.program(activation)
 
 
-def _compile(backend: Backend, policy: Policy, where: str, source: str | None) -> Program | None:
+def _compile(
+    backend: Backend, policy: Policy, where: str, source: str | None, proven: Set[str]
+) -> Program | None:
+    """`source`'s program; compiled when first run where `proven` holds it (it compiled in a batch), else
+    now, so that an expression that does not compile fails the load."""
     if source is None:
         return None
-    try:
-        program = backend.compile(source)
-    except CelError as err:
-        raise PolicyError(
-            f"{policy.source}: policy {policy.id}, {where}: CEL does not compile ({backend.name}):\n"
-            f"  expression: {source}\n  error: {err}"
-        ) from None
+    program: Program
+    if source in proven:
+        program = Deferred(backend, source)
+    else:
+        try:
+            program = backend.compile(source)
+        except CelError as err:
+            raise PolicyError(
+                f"{policy.source}: policy {policy.id}, {where}: CEL does not compile ({backend.name}):\n"
+                f"  expression: {source}\n  error: {err}"
+            ) from None
     cost = celcost.estimate(source)
     if cost.at(celcost.ASSUMED_ITEMS) > celcost.ESTIMATE_LIMIT:
         raise PolicyError(
@@ -160,22 +172,22 @@ def selected_rules(policy: Policy, settings: Settings) -> list[Validation]:
 
 
 def _validation(
-    backend: Backend, policy: Policy, params: Mapping[str, Any], v: Validation
+    backend: Backend, policy: Policy, params: Mapping[str, Any], v: Validation, proven: Set[str]
 ) -> CompiledValidation:
     return CompiledValidation(
         validation=v,
-        expression=_must(_compile(backend, policy, f"validation {v.name}", v.expression)),
-        applies_to=_compile(backend, policy, f"validation {v.name} appliesTo", v.applies_to),
+        expression=_must(_compile(backend, policy, f"validation {v.name}", v.expression, proven)),
+        applies_to=_compile(backend, policy, f"validation {v.name} appliesTo", v.applies_to, proven),
         message_expression=_compile(
-            backend, policy, f"validation {v.name} messageExpression", v.message_expression
+            backend, policy, f"validation {v.name} messageExpression", v.message_expression, proven
         ),
         field_path=_compile(
-            backend, policy, f"validation {v.name} fieldPathExpression", v.field_path_expression
+            backend, policy, f"validation {v.name} fieldPathExpression", v.field_path_expression, proven
         ),
         check=Check(policy.id, v.name, v.severity, fill(v.remediation or policy.remediation, policy, params)),
         scope=v.scope,
         reads_values=_reads_values(policy, v),
-        text_placed=reads.names_place(v.message_expression) or reads.names_place(v.field_path_expression),
+        text_placed=_text_placed(v),
     )
 
 
@@ -185,9 +197,11 @@ def compile_policies(
     out = []
     for policy in select(policies, settings):
         params = resolve_params(policy, settings.params.get(policy.id, {}))
-        validations = tuple(_validation(backend, policy, params, v) for v in selected_rules(policy, settings))
+        rules = selected_rules(policy, settings)
+        batches, proven = _batches(backend, policy, rules)
+        validations = tuple(_validation(backend, policy, params, v, proven) for v in rules)
         variables = tuple(
-            (v, _must(_compile(backend, policy, f"variable {v.name}", v.expression)))
+            (v, _must(_compile(backend, policy, f"variable {v.name}", v.expression, proven)))
             for v in policy.variables
         )
         out.append(
@@ -196,27 +210,33 @@ def compile_policies(
                 params=params,
                 cel_params={p.name: cel_value(p.type, params[p.name]) for p in policy.params},
                 params_text={p.name: param_text(p, params[p.name]) for p in policy.params},
-                applies_to=_compile(backend, policy, "appliesTo", policy.applies_to),
+                applies_to=_compile(backend, policy, "appliesTo", policy.applies_to, proven),
                 variables=variables,
                 validations=validations,
                 exemption_key=EXEMPTION_PREFIX + policy.id,
                 variable_users=_variable_users(validations),
                 remediation=fill(policy.remediation, policy, params),
-                batches=_batches(backend, policy, validations),
+                batches=batches,
             )
         )
     return out
 
 
-def _batches(backend: Backend, policy: Policy, validations: Sequence[CompiledValidation]) -> dict[str, Batch]:
+def _batches(
+    backend: Backend, policy: Policy, validations: Sequence[Validation]
+) -> tuple[dict[str, Batch], set[str]]:
+    """Scope -> its batch, for the scopes whose validations compile as one; and every expression those
+    batches hold, proven to compile by them. The estimates below may read an expression that does not
+    compile (its batch then fails, and the expression is compiled alone): they are never wrong about one
+    that does, and raise on none (tests/test_celcost.py)."""
     out = {}
-    for scope in dict.fromkeys(v.validation.scope for v in validations):
-        members = tuple(v for v in validations if v.validation.scope == scope)
+    proven: set[str] = set()
+    for scope in dict.fromkeys(v.scope for v in validations):
+        members = tuple(v for v in validations if v.scope == scope)
         variables = [v for v in policy.variables if v.scope == scope]
         sources = [s for s in (policy.applies_to, *(v.expression for v in variables)) if s]
         parts = []
-        for member in members:
-            spec = member.validation
+        for spec in members:
             own = [s for s in (spec.expression, spec.applies_to) if s]
             if any(_VARIABLES.search(s) and celcost.estimate(s).degree > 0 for s in own):
                 break  # its budget depends on the variables' sizes: each validation runs alone
@@ -229,12 +249,17 @@ def _batches(backend: Backend, policy: Policy, validations: Sequence[CompiledVal
             source = _batch_source(policy.applies_to, variables, parts)
             try:
                 backend.compile(source)
-            except CelError:  # each validation still runs alone, as it compiled alone
+            except CelError:  # each validation is then compiled alone, and runs alone
                 continue
+            proven.update(sources)
             costs = tuple(c for c in map(celcost.estimate, sources) if c.degree > 0)
-            placed = frozenset(v.validation.name for v in members if v.text_placed)
-            out[scope] = Batch(source, members, costs, placed, tuple(v.validation.name for v in members))
-    return out
+            placed = frozenset(v.name for v in members if _text_placed(v))
+            out[scope] = Batch(source, costs, placed, tuple(v.name for v in members))
+    return out, proven
+
+
+def _text_placed(v: Validation) -> bool:
+    return reads.names_place(v.message_expression) or reads.names_place(v.field_path_expression)
 
 
 def _verdict(spec: Validation, sources: list[str]) -> str:

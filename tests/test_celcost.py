@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,21 @@ def test_nested_comprehensions_multiply() -> None:
     assert two.at(celcost.ASSUMED_ITEMS) <= celcost.ESTIMATE_LIMIT  # two levels load
     three = celcost.estimate("xs.all(a, xs.all(b, xs.all(c, a == b)))")
     assert three.at(celcost.ASSUMED_ITEMS) > celcost.ESTIMATE_LIMIT  # three do not
+
+
+def test_the_estimate_of_any_text_is_an_answer_not_an_error() -> None:
+    """kubegap.compiled estimates an expression before it knows whether it compiles: broken bundled
+    expressions and random text give an estimate, never an exception."""
+    rng = random.Random(7)
+    sources = [s for loaded in policy.load() for s in expressions(loaded)]
+    alphabet = "()[]{},.:?!'\"\\ ab0+-*/<>=&|`\n#map all exists size"
+    for _ in range(3_000):
+        source = rng.choice(sources)
+        cut, other = rng.randrange(len(source) + 1), rng.randrange(len(source) + 1)
+        broken = source[:cut] + rng.choice(["", *"()[]{}'\".,"]) + source[other:]
+        noise = "".join(rng.choice(alphabet) for _ in range(rng.randrange(40)))
+        for text in (broken, noise):
+            assert celcost.estimate(text).at(10) >= 0
 
 
 def test_longest_finds_the_biggest_list_or_map_anywhere() -> None:

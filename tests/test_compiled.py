@@ -1,13 +1,15 @@
 from __future__ import annotations
 
 import textwrap
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kubegap import cel, policy
-from kubegap.compiled import compile_policies, resolve_params, select
+from kubegap.compiled import Guarded, compile_policies, resolve_params, select
 from kubegap.config import Settings
 from kubegap.errors import PolicyError, UsageError
 from kubegap.evaluate import build_engine
@@ -240,3 +242,59 @@ def test_an_int_map_reaches_cel_as_a_map_in_both_runtimes(tmp_path: Path, backen
     settings = Settings(policy_dirs=(str(tmp_path),), select=("rails",), cel_backend=backend.name)
     lowered = build_engine(settings.with_params({"rails": {"rails": "8:4"}}))
     assert {f.result.value for f in lowered.evaluate(pytorchjob()).results} == {"fail"}
+
+
+class Counting:
+    """A backend that counts what it is asked to compile."""
+
+    def __init__(self, inner: cel.Backend) -> None:
+        self.inner, self.compiled = inner, Counter[str]()
+        self.name, self.cost_budget = inner.name, inner.cost_budget
+
+    def compile(self, source: str) -> cel.Program:
+        self.compiled[source] += 1
+        return self.inner.compile(source)
+
+    def convert(self, value: Any) -> Any:
+        return self.inner.convert(value)
+
+    def activation(self, bindings: Mapping[str, Any]) -> Any:
+        return self.inner.activation(bindings)
+
+
+def test_an_expression_its_batch_proved_is_compiled_when_it_first_runs_alone(
+    tmp_path: Path, backend: cel.Backend
+) -> None:
+    counting = Counting(backend)
+    (compiled,) = compile_policies(load(tmp_path), Settings(), counting)
+    assert list(counting.compiled) == [compiled.batches["container"].source]  # one compile, the batch
+    (validation,) = compiled.validations
+    assert isinstance(validation.expression, cel.Deferred)
+    bindings = {"container": backend.convert({"gpus": 2}), "params": backend.convert(compiled.cel_params)}
+    for _ in range(2):
+        assert validation.expression(backend.activation(bindings)) is True
+    assert counting.compiled["container.gpus <= params.count"] == 1  # once, when first run
+
+
+def test_an_expression_no_batch_holds_is_compiled_at_load(tmp_path: Path, backend: cel.Backend) -> None:
+    """A message that walks a variable's list is left out of the batch (its cost depends on the list):
+    it is compiled at load, so a broken one fails the load as any other."""
+    listed = POLICY.replace(
+        '- {name: doubled, expression: "container.gpus * 2"}', '- {name: names, expression: "params.names"}'
+    )
+    walks = "messageExpression: \"joined(variables.names.map(n, n + '!'))\""
+    text = listed.replace("messageExpression: \"'too many'\"", walks)
+    (compiled,) = compile_policies(load(tmp_path, text), Settings(), backend)
+    (validation,) = compiled.validations
+    message = validation.message_expression
+    assert isinstance(message, Guarded) and not isinstance(message.program, cel.Deferred)
+    assert isinstance(validation.expression, cel.Deferred)  # the verdict is still in the batch
+    broken = text.replace("n + '!'))", "n + ))")
+    with pytest.raises(PolicyError, match="validation check messageExpression: CEL does not compile"):
+        compile_policies(load(tmp_path, broken), Settings(), backend)
+
+
+def test_a_deferred_program_that_does_not_compile_raises_when_run() -> None:
+    program = cel.Deferred(cel.backend("cel-expr"), "1 +")
+    with pytest.raises(cel.CelError):
+        program(cel.backend("cel-expr").activation({}))
