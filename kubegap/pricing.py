@@ -311,8 +311,8 @@ class _Model:
         how = self.pricing.get((finding.policy, finding.rule))
         if how is None or how.term is None:
             why = how.unpriced if how and how.unpriced else None
-            unpriced = (
-                changed(self._unpriced, reason=f"the cost model does not price this rule: {why}")
+            unpriced = (  # positional: `changed` looks its keyword up among the fields
+                Impact(None, f"the cost model does not price this rule: {why}", self.now_inputs, None)
                 if why
                 else self._unpriced
             )
