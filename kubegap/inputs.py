@@ -8,8 +8,10 @@ named on the command line is read whatever its name.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -35,13 +37,22 @@ def expand(
     for given in paths:
         if given == STDIN:
             files.append((STDIN_NAME, None))
-        elif Path(given).is_dir():
+            continue
+        try:  # one stat per path: lint expands the files the command line expanded again
+            mode = Path(given).stat().st_mode
+        except (OSError, ValueError) as err:
+            if isinstance(err, OSError) and err.errno not in _MISSING:
+                raise
+            raise UsageError(f"{given}: no such file or directory") from None
+        if stat.S_ISDIR(mode):
             files.extend((name, name) for name in _walk(Path(given), tuple(exclude), notes))
-        elif Path(given).exists():
-            files.append((given, given))
         else:
-            raise UsageError(f"{given}: no such file or directory")
+            files.append((given, given))
     return files
+
+
+# what `Path.exists` takes for a path that is not there (a dangling link, a file taken for a folder)
+_MISSING = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
 
 
 def excluded(path: Path, exclude: tuple[str, ...]) -> bool:
@@ -62,7 +73,9 @@ def _chart_templates(folder: Path, notes: list[str] | None) -> bool:
 
 
 def _walk(root: Path, exclude: tuple[str, ...] = (), notes: list[str] | None = None) -> list[str]:
-    found: list[Path] = []
+    """The manifest files under `root`, named as `Path` writes them (`corpus/a.yaml`, also for `./corpus`),
+    in the order of their path components. Texts, not a `Path` per file: that was 20 ms of 2,000 files."""
+    found: list[tuple[tuple[str, ...], str]] = []
     if _chart_templates(root, notes):
         return []
     for folder, subfolders, names in os.walk(root):
@@ -73,11 +86,15 @@ def _walk(root: Path, exclude: tuple[str, ...] = (), notes: list[str] | None = N
             and not excluded(Path(folder, s), exclude)
             and not _chart_templates(Path(folder, s), notes)
         ]
+        here = Path(folder)
+        parts = here.relative_to(root).parts
+        base = str(here)
+        prefix = "" if base == "." else base if base.endswith(os.sep) else base + os.sep
         found.extend(
-            Path(folder, name)
+            ((*parts, name), prefix + name)
             for name in names
-            if name.lower().endswith(SUFFIXES) and not excluded(Path(folder, name), exclude)
+            if name.lower().endswith(SUFFIXES) and not (exclude and excluded(Path(folder, name), exclude))
         )
-    found.sort(key=lambda path: path.relative_to(root).parts)
+    found.sort(key=lambda item: item[0])
     log.debug("%s: %d manifest files", root, len(found))
-    return [str(path) for path in found]
+    return [name for _, name in found]

@@ -158,23 +158,23 @@ def lint(
     output: Output = Output(),
 ) -> LintReport:
     """Lint files, folders and `-`; with jobs > 1 and enough files, in worker processes sharing the engine."""
-    files = [path for _, path in inputs.expand(paths)]
+    expanded = inputs.expand(paths)  # expanded once: each run reads its share of this list
+    files = [path for _, path in expanded]
     if None in files:  # stdin can be read only once: take it whole
-        return _lint_files(paths, engine, stdin, output, None)
+        return _lint_files(expanded, engine, stdin, output, None)
     # ConfigMaps may sit in any file: read the few files that mention one first.
     mentions = [f for f in files if f is not None and _mentions_configmap(f)]
     known = configmaps_of(manifests.Reader().read(mentions)) if mentions else {}
     if not forked.parallel(len(files), jobs):
-        return _lint_files(paths, engine, None, output, known)
-    named = [f for f in files if f is not None]
+        return _lint_files(expanded, engine, None, output, known)
 
     def lint_run(run: Sequence[int]) -> bytes:
         """A run's report, pickled as kubegap.blobs does: read back here, in the one process that writes
         the report, where pickle's own way with dataclasses cost 0.35 s for 10,000 findings."""
-        return Blobs().dumps(_lint_files([named[i] for i in run], engine, None, output, known))
+        return Blobs().dumps(_lint_files([expanded[i] for i in run], engine, None, output, known))
 
     report = LintReport()
-    for data in forked.each_run(lint_run, len(named), jobs):
+    for data in forked.each_run(lint_run, len(expanded), jobs):
         report.add(pickle.loads(data))
     return report
 
@@ -188,10 +188,14 @@ def _mentions_configmap(path: str) -> bool:
 
 
 def _lint_files(
-    paths: Sequence[str], engine: Engine, stdin: IO[bytes] | None, output: Output, known: ConfigMaps | None
+    files: Sequence[tuple[str, str | None]],
+    engine: Engine,
+    stdin: IO[bytes] | None,
+    output: Output,
+    known: ConfigMaps | None,
 ) -> LintReport:
     reader = manifests.Reader()
-    report = lint_documents(reader.read(paths, stdin), engine, output.keep_passes, known)
+    report = lint_documents(reader.read_files(files, stdin), engine, output.keep_passes, known)
     report.summary.not_applicable += reader.skipped
     report.findings = output.charts.apply(report.findings)
     report.passes = output.charts.apply(report.passes)

@@ -125,9 +125,12 @@ class Reader:
 
     def read(self, paths: Sequence[str], stdin: IO[bytes] | None = None) -> Iterator[Document]:
         """Documents of every path in order; raises UsageError now if a path does not exist."""
-        return self._read_all(expand(paths), stdin)
+        return self.read_files(expand(paths), stdin)
 
-    def _read_all(self, files: list[tuple[str, str | None]], stdin: IO[bytes] | None) -> Iterator[Document]:
+    def read_files(
+        self, files: Sequence[tuple[str, str | None]], stdin: IO[bytes] | None = None
+    ) -> Iterator[Document]:
+        """Documents of files `inputs.expand` listed: (display name, path or None for stdin)."""
         for name, path in files:
             try:
                 if path is None:
