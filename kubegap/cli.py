@@ -145,7 +145,12 @@ def _lint(args: argparse.Namespace) -> int:
     charts = chart_dirs([*settings.chart_dirs, *args.chart_dir])
     jobs = jobs_from(args.jobs)
     # Only the formats that count or list passes need them kept (SARIF, JUnit, PolicyReport).
-    output = Output(charts, keep_passes=registry.keeps_passes(formats), texts="json" in formats)
+    output = Output(
+        charts,
+        keep_passes=registry.keeps_passes(formats),
+        texts="json" in formats,
+        findings=registry.reads_findings(formats),
+    )
     report = lint(files, engine, stdin, jobs, output)
     rendered = _report(report, engine, files, jobs)
     for fmt, path in outputs:
@@ -197,7 +202,13 @@ def _report(report: LintReport, engine: Engine, paths: Sequence[str], jobs: int)
         fixes=fixes,
         fixable=fixable,
         findings_json=report.findings_json,
+        workloads_json=None if report.workloads_json is None else _costliest_first(report.workloads_json),
     )
+
+
+def _costliest_first(workloads: Sequence[tuple[float, str]]) -> list[str]:
+    """Texts of workloads in the order `_report` sorts the workloads themselves (a stable sort by loss)."""
+    return [text for _, text in sorted(workloads, key=lambda pair: -pair[0])]
 
 
 def _policies_arguments(parser: argparse.ArgumentParser) -> None:

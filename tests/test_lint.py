@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -9,8 +10,8 @@ from kubegap import forked, lint, manifests
 from kubegap.config import Settings
 from kubegap.enginerules import NOT_EVALUATED
 from kubegap.evaluate import Engine, build_engine
-from kubegap.findings import Finding, Result, Severity
-from kubegap.reports.json import finding_text
+from kubegap.findings import Finding, Result, Severity, worst
+from kubegap.reports.json import finding_text, workload_text
 
 DATA = Path(__file__).parent / "data" / "engine"
 TRAIN = DATA / "train.yaml"
@@ -175,6 +176,9 @@ def test_missing_path_is_a_usage_error(engine: Engine, tmp_path: Path) -> None:
         ([(Result.SKIP, Severity.CRITICAL)], Severity.INFO, 0),  # an exemption never fails the run
         ([(Result.FAIL, Severity.INFO)], Severity.INFO, 1),
         ([(Result.FAIL, Severity.LOW)], Severity.CRITICAL, 0),
+        ([(Result.FAIL, Severity.LOW), (Result.FAIL, Severity.HIGH)], Severity.HIGH, 1),
+        ([(Result.FAIL, Severity.HIGH), (Result.FAIL, Severity.LOW)], Severity.HIGH, 1),
+        ([(Result.FAIL, Severity.LOW), (Result.SKIP, Severity.CRITICAL)], Severity.MEDIUM, 0),
     ],
 )
 def test_exit_code(results: list[tuple[Result, Severity]], fail_on: Severity, code: int) -> None:
@@ -183,6 +187,15 @@ def test_exit_code(results: list[tuple[Result, Severity]], fail_on: Severity, co
     ref = ObjectRef("v1", "Pod", None, "p")
     report = lint.LintReport(findings=[Finding("p", "r", s, r, "m", "f", ref) for r, s in results])
     assert lint.exit_code(report, fail_on) == code
+    # the same findings sent as text only (lint.Output.findings), in one run or split over two
+    texts_only = lint.LintReport(unlisted_worst=worst(report.findings))
+    assert lint.exit_code(texts_only, fail_on) == code
+    for first in (
+        lint.LintReport(findings=report.findings[:1]),
+        lint.LintReport(unlisted_worst=worst(report.findings[:1])),
+    ):
+        first.add(lint.LintReport(unlisted_worst=worst(report.findings[1:])))
+        assert lint.exit_code(first, fail_on) == code
 
 
 def test_parallel_lint_matches_serial(engine: Engine, tmp_path: Path) -> None:
@@ -217,6 +230,15 @@ def test_json_texts_made_by_the_workers_are_those_of_one_process(engine: Engine,
     expected = ", ".join(map(finding_text, serial.findings))
     assert "".join(serial.findings_json) == expected == "".join(parallel.findings_json)
     assert lint.lint([str(tmp_path)], engine, jobs=2).findings_json is None  # made only when asked
+    # where no format reads the findings themselves, the runs send their texts alone, and what decides
+    # the exit code: the same texts, the same summary, the same code at every threshold
+    alone = lint.lint([str(tmp_path)], engine, jobs=2, output=lint.Output(texts=True, findings=False))
+    assert alone.findings == [] and alone.findings_json == parallel.findings_json
+    assert alone.summary.to_json() == serial.summary.to_json() and alone.workloads == []
+    assert alone.workloads_json == [(w.lost, workload_text(w)) for w in serial.workloads]
+    assert alone.unlisted_worst is not None
+    assert [lint.exit_code(alone, s) for s in Severity] == [lint.exit_code(serial, s) for s in Severity]
+    assert {lint.exit_code(serial, s) for s in Severity} == {0, 1}  # both codes are reached
 
 
 @pytest.mark.parametrize(("value", "jobs"), [("1", 1), ("3", 3)])
@@ -255,3 +277,32 @@ def test_an_object_past_its_deadline_is_an_error_finding_and_the_rest_is_linted(
     assert "not a pass" in report.findings[0].message
     assert report.summary.objects == 2
     assert lint.exit_code(report, Severity.HIGH) == 1
+
+
+def test_the_json_report_is_the_same_whether_or_not_another_format_reads_the_findings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With `--format json` alone, each run sends the texts of its findings and workloads, not the records
+    (lint.Output.findings); beside SARIF it sends the records. The report and the exit code are the same,
+    with one job or two, and the workloads come costliest first."""
+    from kubegap.cli import main
+
+    text = TRAIN.read_text()
+    for index in range(forked.PARALLEL_MIN_FILES):  # workloads of 2 to 9 replicas: their losses differ
+        body = text.replace("name: llm", f"name: llm-{index}").replace(
+            "replicas: 2", f"replicas: {2 + index % 8}"
+        )
+        (tmp_path / f"f{index:03}.yaml").write_text(body)
+    seen = set()
+    for jobs in ("1", "2"):
+        for extra in ([], ["--output", f"sarif={tmp_path / 'out.sarif'}"]):
+            code = main(["lint", "--format", "json", "--jobs", jobs, str(tmp_path), *extra])
+            seen.add((code, capsys.readouterr().out))
+    assert len(seen) == 1
+    ((code, out),) = seen
+    report = json.loads(out)
+    assert code == 1 and len(report["findings"]) > forked.PARALLEL_MIN_FILES
+    lost = [w["lostGpuHoursPerMonth"] for w in report["workloads"]]
+    assert (
+        len(lost) == forked.PARALLEL_MIN_FILES and len(set(lost)) > 1 and lost == sorted(lost, reverse=True)
+    )

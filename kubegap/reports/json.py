@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from itertools import islice
 from typing import Any
 
-from kubegap.findings import Finding, Impact, ObjectRef
+from kubegap.findings import Finding, Impact, ObjectRef, WorkloadCost
 from kubegap.impact import Inputs
 from kubegap.records import fields_of
 from kubegap.reports.report import Report
@@ -98,15 +98,21 @@ def render(report: Report) -> Iterator[str]:
     else:
         yield from _joined(map(finding_text, report.findings))
     yield "]"
-    extra: dict[str, Any] = {"summary": report.summary.to_json()}
+    yield f', "summary": {_dump(report.summary.to_json())}'
     if report.audit is not None:
-        extra["coverage"] = report.audit.coverage.to_json()
-    extra["workloads"] = [w.to_json() for w in report.workloads]
+        yield f', "coverage": {_dump(report.audit.coverage.to_json())}'
+    workloads = report.workloads_json
+    if workloads is None:
+        workloads = list(map(workload_text, report.workloads))
+    yield f', "workloads": [{", ".join(workloads)}]'
     if report.audit is not None and report.audit.cluster is not None:  # RULES.md §2 v3: status and pools
-        extra["cluster"] = report.audit.cluster.to_json()
-    for key, value in extra.items():
-        yield f", {_dump(key)}: {_dump(value)}"
+        yield f', "cluster": {_dump(report.audit.cluster.to_json())}'
     yield "}\n"
+
+
+def workload_text(workload: WorkloadCost) -> str:
+    """One training workload's JSON, as the report lists it (`_dump` of a list joins its items so)."""
+    return _dump(workload.to_json())
 
 
 def _joined(texts: Iterator[str]) -> Iterator[str]:

@@ -31,6 +31,8 @@ class Format:
     commands: tuple[str, ...]  # the commands that offer it
     help: str  # what it is for, in `--help`
     keeps_passes: bool = False  # it counts or lists passing results, so lint must keep them
+    # it reads the findings themselves, not only the JSON texts lint's runs make (kubegap.lint.Output)
+    reads_findings: bool = True
 
     def renderer(self) -> Callable[[Report], Iterator[str]]:
         """The module's `render`, imported on first use so that `kubegap lint` starts fast."""
@@ -42,7 +44,7 @@ class Format:
 # The order is the order of `--help` and completion.
 FORMATS = (
     Format("text", (LINT, AUDIT), "for people (the default)"),
-    Format("json", (LINT, AUDIT), "for scripts"),
+    Format("json", (LINT, AUDIT), "for scripts", reads_findings=False),
     Format("policyreport", (LINT, AUDIT), "for kubectl apply (wgpolicyk8s.io)", keeps_passes=True),
     Format("sarif", (LINT, AUDIT), "for code scanning", keeps_passes=True),
     Format("junit", (LINT, AUDIT), "for CI test reports", keeps_passes=True),
@@ -75,6 +77,10 @@ def described(command: str) -> str:
 
 def keeps_passes(formats: set[str]) -> bool:
     return any(get(name).keeps_passes for name in formats)
+
+
+def reads_findings(formats: set[str]) -> bool:
+    return any(get(name).reads_findings for name in formats)
 
 
 def render(name: str, report: Report) -> Iterator[str]:

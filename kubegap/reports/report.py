@@ -37,3 +37,6 @@ class Report:
     # `findings`, separated by ", ", in pieces, where the audit made them beside the findings
     # (kubegap.audit.spool); None: the JSON format encodes the findings itself.
     findings_json: Iterable[str] | None = None
+    # The JSON text of each of `workloads`, in its order, where lint's runs made them; None: the JSON
+    # format encodes the workloads itself.
+    workloads_json: Sequence[str] | None = None
