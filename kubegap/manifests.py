@@ -49,7 +49,6 @@ import stat
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import IO, Any
 
 from kubegap import raw, yamlguard
@@ -103,16 +102,31 @@ def configmaps_of(documents: Iterable[Document]) -> dict[tuple[str, str], Mappin
 
 def read_file(path: str) -> bytes:
     """The file's bytes, at most `MAX_FILE_BYTES + 1` (enough to tell it is too large). A regular file is
-    read at its size: `read(n)` sets aside n bytes first, and 64 MiB for every file cost 50 µs each, a
-    quarter of linting a 2 KiB manifest's worth of reading. Pipes (`<(helm template …)`) have no size."""
-    with Path(path).open("rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            return handle.read(MAX_FILE_BYTES + 1)
-        data = handle.read(min(info.st_size, MAX_FILE_BYTES) + 1)
-        if info.st_size < len(data) <= MAX_FILE_BYTES:  # it grew since: the rest, up to the bound
-            data += handle.read(MAX_FILE_BYTES + 1 - len(data))
-        return data
+    read at its size: asking for 64 MiB sets that much aside first, for every file. Pipes
+    (`<(helm template …)`) have no size: read in chunks to their end. Through the file descriptor, not a
+    buffered file object: 8 against 20 µs a file (2,000 files, measured), paid once before lint's runs
+    (looking for ConfigMaps) and again in them."""
+    fd = os.open(path, os.O_RDONLY | _BINARY)
+    try:
+        info = os.fstat(fd)
+        regular = stat.S_ISREG(info.st_mode)
+        ask = min(info.st_size, MAX_FILE_BYTES) + 1 if regular else _PIPE_CHUNK
+        chunks: list[bytes] = []
+        left = MAX_FILE_BYTES + 1
+        while left > 0:  # a regular file that grew since its size was taken is read on, up to the bound
+            want = min(ask, left)
+            chunk = os.read(fd, want)
+            chunks.append(chunk)
+            left -= len(chunk)
+            if len(chunk) < want and (regular or not chunk):
+                break  # the end: a regular file reads short only there, a pipe reads nothing
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+_BINARY = getattr(os, "O_BINARY", 0)  # Windows: no newline translation
+_PIPE_CHUNK = 1 << 16
 
 
 class Reader:
