@@ -84,6 +84,27 @@ def _tokens(source: str) -> Iterator[tuple[str, str]]:
             yield kind, match.group()
 
 
+_CLOSING = {"(": ")", "[": "]", "{": "}"}
+
+
+def self_contained(source: str) -> bool:
+    """Whether `source` stands on its own inside brackets: its brackets close in order, and no quote or
+    comment is left open. A larger expression that compiles then proves it compiles alone
+    (kubegap.compiled); `a) || (b` compiles only inside brackets. Where unsure, False."""
+    stack: list[str] = []
+    previous = ""
+    for kind, text in _tokens(source):
+        if kind == "open":
+            stack.append(_CLOSING[text])
+        elif kind == "close":
+            if not stack or stack.pop() != text:
+                return False
+        elif kind == "op" and (text in "\"'" or text == previous == "/"):
+            return False  # a quote no string closes, or a comment, which may hide a bracket
+        previous = text if kind == "op" else ""
+    return not stack
+
+
 def estimate(source: str) -> Cost:
     """The expression's cost polynomial; `source` must already have compiled."""
     tokens = list(_tokens(source))

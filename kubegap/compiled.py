@@ -226,7 +226,8 @@ def _batches(
     backend: Backend, policy: Policy, validations: Sequence[Validation]
 ) -> tuple[dict[str, Batch], set[str]]:
     """Scope -> its batch, for the scopes whose validations compile as one; and every expression those
-    batches hold, proven to compile by them. The estimates below may read an expression that does not
+    batches hold that they prove compiles: one that stands on its own within its brackets
+    (`celcost.self_contained`). The estimates below may read an expression that does not
     compile (its batch then fails, and the expression is compiled alone): they are never wrong about one
     that does, and raise on none (tests/test_celcost.py)."""
     out = {}
@@ -251,7 +252,7 @@ def _batches(
                 backend.compile(source)
             except CelError:  # each validation is then compiled alone, and runs alone
                 continue
-            proven.update(sources)
+            proven.update(filter(celcost.self_contained, sources))
             costs = tuple(c for c in map(celcost.estimate, sources) if c.degree > 0)
             placed = frozenset(v.name for v in members if _text_placed(v))
             out[scope] = Batch(source, costs, placed, tuple(v.name for v in members))

@@ -66,6 +66,28 @@ def test_the_estimate_of_any_text_is_an_answer_not_an_error() -> None:
             assert celcost.estimate(text).at(10) >= 0
 
 
+@pytest.mark.parametrize(
+    ("source", "alone"),
+    [
+        ("a.b(c, [d, {'e': f}]) > 0", True),
+        ("'a)' + \"(b\" + '''c\\n]''' == x", True),  # brackets inside strings do not count
+        ("a) || (b", False),  # compiles only inside brackets
+        ("(a", False),
+        ("a]", False),
+        ("[a)", False),
+        ("'a", False),  # a quote no string closes
+        ("f(x // )", False),  # a comment may hide a bracket
+        ("a / b", True),
+    ],
+)
+def test_self_contained_tells_a_text_that_stands_on_its_own_in_brackets(source: str, alone: bool) -> None:
+    assert celcost.self_contained(source) is alone
+
+
+def test_every_bundled_expression_is_self_contained() -> None:
+    assert all(celcost.self_contained(s) for loaded in policy.load() for s in expressions(loaded))
+
+
 def test_longest_finds_the_biggest_list_or_map_anywhere() -> None:
     value = {"a": [1, 2, {"b": list(range(7))}], "c": dict.fromkeys("abcde")}
     assert celcost.longest(value) == 7

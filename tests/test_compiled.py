@@ -93,6 +93,14 @@ BROKEN = [
         "validation check fieldPathExpression",
     ),
     ("variable", ('expression: "container.gpus * 2"', 'expression: "container.gpus * "'), "variable doubled"),
+    (  # compiles inside its batch's brackets, not alone: the batch proves nothing of it
+        "validation that closes a bracket it did not open",
+        (
+            'expression: "container.gpus <= params.count"',
+            'expression: "container.gpus <= params.count) || (true"',
+        ),
+        "validation check",
+    ),
 ]
 
 
