@@ -1,9 +1,9 @@
 """Policies ready to run: selected, parameters resolved, every CEL expression proven to compile at start-up.
 
-Each scope's validations of a policy compile as one expression (`Batch`), and that proves each part: a
-part is compiled alone only when it first runs alone (`cel.Deferred`), which most never do, since the
-scope's one program answers for them (kubegap.batch). A part no compiled batch holds is compiled at once,
-so a policy whose CEL does not compile still fails to load, naming the expression.
+Each scope's validations of a policy compile as one expression (`Batch`), and that proves each part that
+stands on its own in it: such a part is compiled alone only when it first runs alone (`cel.Deferred`),
+which most never do, since the scope's one program answers for them (kubegap.batch). Any other part is
+compiled at once, so a policy whose CEL does not compile still fails to load, naming the expression.
 
 Compiled with the per-object path (setup.py): judging reads these records' fields for every validation of
 every unit, which from compiled code costs a generic attribute lookup on a Python class (2-3% of a typical
