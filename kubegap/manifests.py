@@ -109,17 +109,14 @@ def read_file(path: str) -> bytes:
     fd = os.open(path, os.O_RDONLY | _BINARY)
     try:
         info = os.fstat(fd)
-        regular = stat.S_ISREG(info.st_mode)
-        ask = min(info.st_size, MAX_FILE_BYTES) + 1 if regular else _PIPE_CHUNK
+        ask = min(info.st_size, MAX_FILE_BYTES) + 1 if stat.S_ISREG(info.st_mode) else _PIPE_CHUNK
         chunks: list[bytes] = []
         left = MAX_FILE_BYTES + 1
-        while left > 0:  # a regular file that grew since its size was taken is read on, up to the bound
-            want = min(ask, left)
-            chunk = os.read(fd, want)
+        # to the end (an empty read; a read a signal cut short is not one), up to the bound: a regular
+        # file may have grown since its size was taken
+        while left > 0 and (chunk := os.read(fd, min(ask, left))):
             chunks.append(chunk)
             left -= len(chunk)
-            if len(chunk) < want and (regular or not chunk):
-                break  # the end: a regular file reads short only there, a pipe reads nothing
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
     finally:
         os.close(fd)
