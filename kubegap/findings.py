@@ -474,5 +474,10 @@ _RESULT_VALUE, _POLICY, _FAIL = attrgetter("result._value_"), attrgetter("policy
 
 def worst(findings: Iterable[Finding]) -> Severity | None:
     """The highest severity among failing or errored findings (skips never fail a run)."""
-    ranked = [f.severity for f in findings if f.result in (Result.FAIL, Result.ERROR)]
+    return highest([f.severity for f in findings if f.result in (Result.FAIL, Result.ERROR)])
+
+
+def highest(severities: Iterable[Severity | None]) -> Severity | None:
+    """The highest of `severities` by rank; None where there is none."""
+    ranked = [s for s in severities if s is not None]
     return max(ranked, key=lambda s: s.rank) if ranked else None

@@ -21,7 +21,18 @@ from kubegap.enginerules import DEADLINE, INVALID_MANIFEST, NOT_EVALUATED
 from kubegap.errors import UsageError
 from kubegap.evaluate import Context, DeadlineExceeded, Engine
 from kubegap.facts.env import ConfigMaps
-from kubegap.findings import Check, Finding, ObjectRef, Result, Severity, Summary, WorkloadCost, error, worst
+from kubegap.findings import (
+    Check,
+    Finding,
+    ObjectRef,
+    Result,
+    Severity,
+    Summary,
+    WorkloadCost,
+    error,
+    highest,
+    worst,
+)
 from kubegap.manifests import configmaps_of
 from kubegap.reports.json import finding_text, workload_text
 
@@ -51,7 +62,7 @@ class LintReport:
         self.summary.merge(part.summary)
         self.unreadable += part.unreadable
         self.workloads += part.workloads
-        self.unlisted_worst = _worse(self.unlisted_worst, part.unlisted_worst)
+        self.unlisted_worst = highest([self.unlisted_worst, part.unlisted_worst])
         if part.workloads_json is not None:
             if self.workloads_json is None:
                 self.workloads_json = []
@@ -235,9 +246,5 @@ def exit_code(report: LintReport, fail_on: Severity) -> int:
     """2 when input could not be read (after reporting everything else), 1 for findings >= fail_on."""
     if report.unreadable:
         return 2
-    found = _worse(worst(report.findings), report.unlisted_worst)
+    found = highest([worst(report.findings), report.unlisted_worst])
     return 1 if found is not None and found >= fail_on else 0
-
-
-def _worse(one: Severity | None, other: Severity | None) -> Severity | None:
-    return other if one is None or (other is not None and other.rank > one.rank) else one

@@ -22,7 +22,7 @@ from kubegap.audit.writer import write_reports
 from kubegap.config import Settings
 from kubegap.errors import KubegapError
 from kubegap.evaluate import build_engine
-from kubegap.findings import Severity
+from kubegap.findings import Severity, highest
 from kubegap.lint import jobs_from
 from kubegap.options import add_engine_arguments, parse_outputs, settings_from_args
 from kubegap.reports import policyreport, registry
@@ -199,8 +199,7 @@ def _write(api: Api, result: AuditResult) -> None:
 
 
 def worst(result: AuditResult) -> Severity | None:
-    ranks = [Severity(severity) for (_ns, _p, _r, severity) in result.by_rule]
-    return max(ranks, key=lambda s: s.rank) if ranks else None
+    return highest([Severity(severity) for (_ns, _p, _r, severity) in result.by_rule])
 
 
 def exit_code(result: AuditResult, settings: Settings, allow_incomplete: bool) -> int:
