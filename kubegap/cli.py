@@ -150,6 +150,7 @@ def _lint(args: argparse.Namespace) -> int:
         keep_passes=registry.keeps_passes(formats),
         texts="json" in formats,
         findings=registry.reads_findings(formats),
+        fixable="text" in formats,
     )
     report = lint(files, engine, stdin, jobs, output)
     rendered = _report(report, engine, files, jobs)
@@ -187,11 +188,6 @@ def _report(report: LintReport, engine: Engine, paths: Sequence[str], jobs: int)
 
         return suggestions(report.findings, paths, engine, jobs) if report.findings else {}
 
-    def fixable() -> str | None:
-        from kubegap.fix.count import fixable_line
-
-        return fixable_line(report.findings, paths, engine, jobs) if report.findings else None
-
     return Report(
         findings=report.findings,
         summary=report.summary,
@@ -200,7 +196,7 @@ def _report(report: LintReport, engine: Engine, paths: Sequence[str], jobs: int)
         workloads=sorted(report.workloads, key=lambda w: -w.lost),
         base_dir=str(Path.cwd()),
         fixes=fixes,
-        fixable=fixable,
+        fixable=report.fixable,
         findings_json=report.findings_json,
         workloads_json=None if report.workloads_json is None else _costliest_first(report.workloads_json),
     )

@@ -54,6 +54,8 @@ class LintReport:
     unlisted_worst: Severity | None = None
     # (loss, JSON text) of each workload a run sent only as text (Output.findings), in the runs' order
     workloads_json: list[tuple[float, str]] | None = None
+    # (fixed, left as TODO): what `kubegap fix` would settle in the files, where counted (Output.fixable)
+    fixable: tuple[int, int] | None = None
 
     def add(self, part: LintReport) -> None:
         """A run's report after the runs before it."""
@@ -63,6 +65,9 @@ class LintReport:
         self.unreadable += part.unreadable
         self.workloads += part.workloads
         self.unlisted_worst = highest([self.unlisted_worst, part.unlisted_worst])
+        if part.fixable is not None:
+            done, todo = self.fixable or (0, 0)
+            self.fixable = done + part.fixable[0], todo + part.fixable[1]
         if part.workloads_json is not None:
             if self.workloads_json is None:
                 self.workloads_json = []
@@ -172,6 +177,9 @@ class Output:
     # sends back their texts only: reading 10,000 findings back cost the one process that gathers the
     # runs 0.2 s of CPU, taken from the two cores its workers were busy on.
     findings: bool = True
+    # Whether the runs count what `kubegap fix` would settle (the text report's line), each file while its
+    # documents are at hand: counted after lint, every file was read, parsed and forked over again.
+    fixable: bool = False
 
 
 def lint(
@@ -191,6 +199,8 @@ def lint(
     known = configmaps_of(manifests.Reader().read(mentions)) if mentions else {}
     if not forked.parallel(len(files), jobs):
         return _lint_files(expanded, engine, None, output, known)
+    if output.fixable:  # imported once, before the workers are forked
+        import kubegap.fix.count  # noqa: F401
 
     def lint_run(run: Sequence[int]) -> bytes:
         """A run's report, pickled as kubegap.blobs does: read back here, in the one process that writes
@@ -219,7 +229,10 @@ def _lint_files(
     known: ConfigMaps | None,
 ) -> LintReport:
     reader = manifests.Reader()
-    report = lint_documents(reader.read_files(files, stdin), engine, output.keep_passes, known)
+    if output.fixable:
+        report = _lint_counting(files, engine, reader, stdin, output.keep_passes, known)
+    else:
+        report = lint_documents(reader.read_files(files, stdin), engine, output.keep_passes, known)
     report.summary.not_applicable += reader.skipped
     report.findings = output.charts.apply(report.findings)
     report.passes = output.charts.apply(report.passes)
@@ -229,6 +242,34 @@ def _lint_files(
             report.unlisted_worst, report.findings = worst(report.findings), []
             report.workloads_json = [(w.lost, workload_text(w)) for w in report.workloads]
             report.workloads = []
+    return report
+
+
+def _lint_counting(
+    files: Sequence[tuple[str, str | None]],
+    engine: Engine,
+    reader: manifests.Reader,
+    stdin: IO[bytes] | None,
+    keep_passes: bool,
+    known: ConfigMaps | None,
+) -> LintReport:
+    """`lint_documents` file by file, counting in each what `kubegap fix` would settle (`fixable`) from
+    the documents just read and the findings just made. Stdin is linted and not counted."""
+    from kubegap.fix.checked import Scope
+    from kubegap.fix.count import count_file
+
+    each: Iterable[tuple[str, str | None, list[manifests.Document]]]
+    each = ((name, path, list(reader.read_files([(name, path)], stdin))) for name, path in files)
+    if known is None:  # stdin is among the files: all are read first, for their ConfigMaps
+        each = list(each)
+        known = configmaps_of(doc for _, _, documents in each for doc in documents)
+    scope = Scope(engine, known, lambda finding: True)
+    report = LintReport(fixable=(0, 0))
+    for name, path, documents in each:
+        part = lint_documents(documents, engine, keep_passes, known)
+        if path is not None:
+            part.fixable = count_file(name, path, documents, part.findings, scope)
+        report.add(part)
     return report
 
 

@@ -45,8 +45,11 @@ Documents = Sequence[manifests.Document]
 Current = list[tuple[manifests.Document, Finding]]
 
 
-def _evaluate(text: str, scope: Scope, name: str, line: int, documents: Documents | None = None) -> Current:
-    """The failing findings of the text's documents (read from `text` unless the caller has them)."""
+def _evaluate(
+    text: str, scope: Scope, name: str, line: int, documents: Documents | None = None, located: bool = True
+) -> Current:
+    """The failing findings of the text's documents (read from `text` unless the caller has them);
+    placed in the file unless `located` is False (what identifies a finding does not need its place)."""
     if documents is None:
         documents = list(manifests.Reader().read_bytes(text.encode("utf-8"), name))
     if any(d.error is not None for d in documents):
@@ -57,7 +60,7 @@ def _evaluate(text: str, scope: Scope, name: str, line: int, documents: Document
         placed = _placed(doc, line)
         for finding in scope.engine.evaluate(doc.obj, Context(scope.configmaps)).findings:
             if finding.result is Result.FAIL:
-                out.append((placed, locate_finding(placed, finding)))
+                out.append((placed, locate_finding(placed, finding) if located else finding))
     return out
 
 
@@ -193,7 +196,7 @@ def count_fixable(docs: Documents, scope: Scope, linted: Sequence[Finding] | Non
     todo = sum(patch.todo is not None for _, patch in planned)
     try:
         changed = edits.apply(text, [e for _, patch in planned for e in patch.edits])
-        after = {_key(d, f) for d, f in _evaluate(changed, scope, name, line)}
+        after = {_key(d, f) for d, f in _evaluate(changed, scope, name, line, located=False)}
     except Unsafe:
         after = None
     if after is not None and _confirmed(planned, {_key(d, f) for d, f in current}, after):

@@ -109,9 +109,11 @@ class Layout:
     pieces: list[tuple[int, list[manifests.Document]]]
 
 
-def layout(source: Source) -> Layout:
+def layout(source: Source, documents: Sequence[manifests.Document] | None = None) -> Layout:
+    """`documents`: the source's, as a Reader read them, where the caller has them (lint's runs)."""
     bom, original = _decode(source.data)
-    documents = list(manifests.Reader().read_bytes(source.data, source.name))
+    if documents is None:
+        documents = list(manifests.Reader().read_bytes(source.data, source.name))
     broken = next((d for d in documents if d.error is not None), None)
     if broken is not None:
         assert broken.error is not None
@@ -142,12 +144,17 @@ def fix_source(source: Source, scope: Scope) -> Fixed:
     return Fixed(source, parts.bom + parts.original, text, outcomes)
 
 
-def count_source(source: Source, scope: Scope, linted: Sequence[Finding] | None = None) -> tuple[int, int]:
+def count_source(
+    source: Source,
+    scope: Scope,
+    linted: Sequence[Finding] | None = None,
+    documents: Sequence[manifests.Document] | None = None,
+) -> tuple[int, int]:
     """(fixed, left as TODO) of one file, as `fix_source` would make them (`checked.count_fixable`).
     `linted`: the file's findings from lint with the same engine, so that its documents are not evaluated
-    a second time (a third of what counting cost)."""
+    a second time (a third of what counting cost); `documents` as for `layout`."""
     fixed = todo = 0
-    for _, docs in layout(source).pieces:
+    for _, docs in layout(source, documents).pieces:
         done, left = count_fixable(docs, scope, own_findings(linted, docs, source))
         fixed, todo = fixed + done, todo + left
     return fixed, todo

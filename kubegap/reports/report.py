@@ -30,7 +30,7 @@ class Report:
     base_dir: str | None = None  # where the run started: file names below it are written relative to it
     tool_version: str = __version__
     fixes: Callable[[], Mapping[Finding, Suggestion]] | None = None  # lint: each finding's patch
-    fixable: Callable[[], str | None] | None = None  # lint: what `kubegap fix` could settle
+    fixable: tuple[int, int] | None = None  # lint: (fixed, left as TODO) by `kubegap fix`, where counted
     audit: AuditResult | None = None  # the audit's coverage, offenders and per-namespace counts
     cluster: str = ""  # the audited API server
     # The JSON report's list of findings: each finding's JSON text (kubegap.reports.json) in the order of

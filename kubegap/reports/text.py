@@ -62,18 +62,17 @@ def render(report: Report) -> Iterator[str]:
 
         yield from audit_text.lines(report.audit, report.cluster)
         return
-    fixable = report.fixable() if report.fixable is not None else None
-    yield _document(list(report.findings), report.summary, report.workloads, fixable)
+    yield _document(list(report.findings), report.summary, report.workloads, report.fixable)
 
 
 def _document(
     findings: Sequence[Finding],
     summary: Summary,
     workloads: Sequence[WorkloadCost] = (),
-    fixable: str | None = None,
+    fixable: tuple[int, int] | None = None,
 ) -> str:
     """Files, then objects, most expensive first (expected GPU-hours lost a month), then by position;
-    `fixable` (what `kubegap fix` could do) goes just above the summary line."""
+    `fixable` (what `kubegap fix` could do: fixed, left as TODO) goes just above the summary line."""
     costs = costs_by_document(workloads)
 
     def loss(f: Finding) -> float:
@@ -107,8 +106,12 @@ def _document(
             for name, sources in sorted(summary.unresolved.items())
         ]
         out.append("")
-    if fixable:
-        out.append(fixable)
+    if fixable is not None and any(fixable):
+        fixed, todo = fixable
+        extra = f", {todo} more get a TODO value to fill in" if todo else ""
+        out.append(
+            f"kubegap fix can fix {fixed} of these finding(s){extra}: run `kubegap fix PATH…` to see the diff"
+        )
     out.append(summary_line(summary))
     return "\n".join(out) + "\n"
 

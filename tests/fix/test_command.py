@@ -142,6 +142,44 @@ def test_lint_text_output_says_how_many_findings_fix_can_fix(
     assert "kubegap fix" not in capsys.readouterr().out
 
 
+def test_lint_counts_the_files_it_read_not_stdin(
+    job: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # stdin cannot be read again to be fixed in place: its findings are listed, not counted
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(job.read_bytes())))
+    assert cli.main(["lint", "--jobs", "1", BOUND, "-", str(job)]) == 1
+    lines = capsys.readouterr().out.rstrip("\n").splitlines()
+    assert lines[-2].startswith("kubegap fix can fix 2 of these finding(s): ")
+    assert lines[-1].startswith("2 object(s) checked: 18 finding(s)")
+
+
+def test_lint_does_not_count_a_rendered_stream_whose_findings_name_templates(
+    job: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job.write_text("# Source: trainer/templates/job.yaml\n" + job.read_text())
+    assert cli.main(["lint", "--jobs", "1", BOUND, str(job)]) == 1
+    out = capsys.readouterr().out
+    assert "trainer/templates/job.yaml" in out and "kubegap fix can fix" not in out
+
+
+def test_a_file_changed_since_lint_read_it_counts_nothing(job: Path) -> None:
+    from kubegap import manifests
+    from kubegap.fix.count import count_file
+    from kubegap.lint import lint_documents
+
+    the_engine = engine(
+        "nccl-timeout", "health-probes", params={"nccl-timeout": {"maxCollectiveTimeout": "20m"}}
+    )
+    scope = Scope(the_engine, {}, lambda finding: True)
+    documents = list(manifests.Reader().read_bytes(job.read_bytes(), str(job)))
+    findings = lint_documents(documents, the_engine, known={}).findings
+    assert count_file(str(job), str(job), documents, findings, scope) == (2, 0)
+    job.write_text("# edited since\n" + job.read_text())  # the documents no longer line up with the file
+    assert count_file(str(job), str(job), documents, findings, scope) == (0, 0)
+    job.unlink()
+    assert count_file(str(job), str(job), documents, findings, scope) == (0, 0)
+
+
 def test_the_documented_diff_is_what_kubegap_fix_prints(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -166,20 +204,19 @@ def test_an_unreadable_stream_passes_through_unchanged(
 
 
 def test_the_fix_count_is_the_same_in_worker_processes(tmp_path: Path) -> None:
-    from kubegap.fix.count import fixable_line
     from kubegap.forked import PARALLEL_MIN_FILES
-    from kubegap.lint import lint
+    from kubegap.lint import Output, lint
 
     for index in range(PARALLEL_MIN_FILES):
         (tmp_path / f"job-{index:02d}.yaml").write_bytes(HF.read_bytes())
     the_engine = engine(
         "nccl-timeout", "health-probes", params={"nccl-timeout": {"maxCollectiveTimeout": "20m"}}
     )
-    report = lint([str(tmp_path)], the_engine)
-    serial = fixable_line(report.findings, [str(tmp_path)], the_engine, jobs=1)
-    assert serial is not None
-    assert serial.startswith(f"kubegap fix can fix {2 * PARALLEL_MIN_FILES} of these finding(s): ")
-    assert fixable_line(report.findings, [str(tmp_path)], the_engine, jobs=2) == serial
+    serial = lint([str(tmp_path)], the_engine, output=Output(fixable=True))
+    assert serial.fixable == (2 * PARALLEL_MIN_FILES, 0)
+    parallel = lint([str(tmp_path)], the_engine, jobs=2, output=Output(fixable=True))
+    assert parallel.fixable == serial.fixable and parallel.findings == serial.findings
+    assert lint([str(tmp_path)], the_engine).fixable is None  # counted only when asked for
 
 
 def test_parameters_from_a_config_file_set_the_fixed_values(

@@ -125,9 +125,10 @@ def test_lints_quick_count_agrees_with_what_fix_does(path: Path) -> None:
     expected = (sum(o.fixed and not o.todo for o in outcomes), sum(o.todo for o in outcomes))
     assert count_source(source, scope) == expected
     # and from lint's findings of the file, as `kubegap lint` counts: its documents are not evaluated again
-    documents = manifests.Reader().read_bytes(source.data, source.name)
+    documents = list(manifests.Reader().read_bytes(source.data, source.name))
     linted = lint_documents(documents, scope.engine, known={}).findings
     assert count_source(source, scope, linted) == expected
+    assert count_source(source, scope, linted, documents) == expected  # as lint's runs count: no re-read
 
 
 ALIASED = """\
