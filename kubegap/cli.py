@@ -151,9 +151,10 @@ def _lint(args: argparse.Namespace) -> int:
         texts="json" in formats,
         findings=registry.reads_findings(formats),
         fixable="text" in formats,
+        suggest="sarif" in formats,
     )
     report = lint(files, engine, stdin, jobs, output)
-    rendered = _report(report, engine, files, jobs)
+    rendered = _report(report, engine)
     for fmt, path in outputs:
         registry.write_file(path, fmt, rendered)
     registry.write(sys.stdout, args.format, rendered)
@@ -179,14 +180,15 @@ def _warn_unlocated(formats: set[str], report: LintReport) -> None:
         )
 
 
-def _report(report: LintReport, engine: Engine, paths: Sequence[str], jobs: int) -> Report:
-    """The lint run as every format reads it; `kubegap fix`'s patches are worked out only if asked for."""
+def _report(report: LintReport, engine: Engine) -> Report:
+    """The lint run as every format reads it; `kubegap fix`'s suggestions matched to their findings only
+    if a format asks for them."""
     from kubegap.reports.report import Report
 
     def fixes() -> Mapping[Finding, Suggestion]:
-        from kubegap.fix.suggestions import suggestions  # one patch per finding
+        from kubegap.fix.suggestions import by_finding  # made in lint's runs (Output.suggest)
 
-        return suggestions(report.findings, paths, engine, jobs) if report.findings else {}
+        return by_finding(report.findings, report.suggested or [])
 
     return Report(
         findings=report.findings,

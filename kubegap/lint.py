@@ -12,7 +12,7 @@ import pickle
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from kubegap import fieldpath, forked, inputs, manifests
 from kubegap.blobs import Blobs
@@ -36,6 +36,9 @@ from kubegap.findings import (
 from kubegap.manifests import configmaps_of
 from kubegap.reports.json import finding_text, workload_text
 
+if TYPE_CHECKING:  # kubegap.fix reads lint: imported where a run makes fixes
+    from kubegap.fix.suggestions import Suggested
+
 # Per object, as the audit allows: an object whose evaluation runs away is reported, the run goes on.
 EVALUATION_TIMEOUT = 10.0
 
@@ -56,6 +59,8 @@ class LintReport:
     workloads_json: list[tuple[float, str]] | None = None
     # (fixed, left as TODO): what `kubegap fix` would settle in the files, where counted (Output.fixable)
     fixable: tuple[int, int] | None = None
+    # each finding's suggested fix, by what identifies it (Output.suggest; kubegap.fix.suggestions)
+    suggested: list[Suggested] | None = None
 
     def add(self, part: LintReport) -> None:
         """A run's report after the runs before it."""
@@ -68,6 +73,10 @@ class LintReport:
         if part.fixable is not None:
             done, todo = self.fixable or (0, 0)
             self.fixable = done + part.fixable[0], todo + part.fixable[1]
+        if part.suggested is not None:
+            if self.suggested is None:
+                self.suggested = []
+            self.suggested += part.suggested
         if part.workloads_json is not None:
             if self.workloads_json is None:
                 self.workloads_json = []
@@ -177,9 +186,10 @@ class Output:
     # sends back their texts only: reading 10,000 findings back cost the one process that gathers the
     # runs 0.2 s of CPU, taken from the two cores its workers were busy on.
     findings: bool = True
-    # Whether the runs count what `kubegap fix` would settle (the text report's line), each file while its
-    # documents are at hand: counted after lint, every file was read, parsed and forked over again.
+    # Whether the runs count what `kubegap fix` would settle (the text report's line), and make each
+    # finding's suggested fix (SARIF), each file while its documents are at hand (kubegap.fix.reports).
     fixable: bool = False
+    suggest: bool = False
 
 
 def lint(
@@ -199,8 +209,8 @@ def lint(
     known = configmaps_of(manifests.Reader().read(mentions)) if mentions else {}
     if not forked.parallel(len(files), jobs):
         return _lint_files(expanded, engine, None, output, known)
-    if output.fixable:  # imported once, before the workers are forked
-        import kubegap.fix.count  # noqa: F401
+    if output.fixable or output.suggest:  # imported once, before the workers are forked
+        import kubegap.fix.reports  # noqa: F401
 
     def lint_run(run: Sequence[int]) -> bytes:
         """A run's report, pickled as kubegap.blobs does: read back here, in the one process that writes
@@ -229,8 +239,8 @@ def _lint_files(
     known: ConfigMaps | None,
 ) -> LintReport:
     reader = manifests.Reader()
-    if output.fixable:
-        report = _lint_counting(files, engine, reader, stdin, output.keep_passes, known)
+    if output.fixable or output.suggest:
+        report = _lint_with_fixes(files, engine, reader, stdin, output, known)
     else:
         report = lint_documents(reader.read_files(files, stdin), engine, output.keep_passes, known)
     report.summary.not_applicable += reader.skipped
@@ -245,18 +255,18 @@ def _lint_files(
     return report
 
 
-def _lint_counting(
+def _lint_with_fixes(
     files: Sequence[tuple[str, str | None]],
     engine: Engine,
     reader: manifests.Reader,
     stdin: IO[bytes] | None,
-    keep_passes: bool,
+    output: Output,
     known: ConfigMaps | None,
 ) -> LintReport:
-    """`lint_documents` file by file, counting in each what `kubegap fix` would settle (`fixable`) from
-    the documents just read and the findings just made. Stdin is linted and not counted."""
+    """`lint_documents` file by file, with what `kubegap fix` would do in each (`fixable`, `suggested`)
+    from the documents just read and the findings just made. Stdin is linted, not fixed."""
     from kubegap.fix.checked import Scope
-    from kubegap.fix.count import count_file
+    from kubegap.fix.reports import of_file
 
     each: Iterable[tuple[str, str | None, list[manifests.Document]]]
     each = ((name, path, list(reader.read_files([(name, path)], stdin))) for name, path in files)
@@ -264,11 +274,15 @@ def _lint_counting(
         each = list(each)
         known = configmaps_of(doc for _, _, documents in each for doc in documents)
     scope = Scope(engine, known, lambda finding: True)
-    report = LintReport(fixable=(0, 0))
+    report = LintReport(fixable=(0, 0) if output.fixable else None, suggested=[] if output.suggest else None)
     for name, path, documents in each:
-        part = lint_documents(documents, engine, keep_passes, known)
+        part = lint_documents(documents, engine, output.keep_passes, known)
         if path is not None:
-            part.fixable = count_file(name, path, documents, part.findings, scope)
+            fixable, suggested = of_file(
+                name, path, documents, part.findings, scope, output.fixable, output.suggest
+            )
+            part.fixable = fixable if output.fixable else None
+            part.suggested = suggested if output.suggest else None
         report.add(part)
     return report
 

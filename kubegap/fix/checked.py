@@ -114,17 +114,23 @@ def _check(patch: Patch, key: Key, before: set[Key], after: set[Key]) -> None:
 
 
 def _attempt(
-    text: str, scope: Scope, name: str, line: int, current: Current, found: tuple[manifests.Document, Finding]
+    text: str,
+    scope: Scope,
+    name: str,
+    line: int,
+    current: Current,
+    found: tuple[manifests.Document, Finding],
+    located: bool = True,
 ) -> tuple[Patch, str, Current]:
-    """The patch for one finding of `text`, the text it gives and that text's findings; Unsafe when it
-    has no safe fix or the engine does not confirm it."""
+    """The patch for one finding of `text`, the text it gives and that text's findings (placed in the
+    file unless `located` is False); Unsafe when it has no safe fix or the engine does not confirm it."""
     doc, finding = found
     assert doc.obj is not None
     params = _params(scope.engine, finding.policy)
     target = Target(finding, doc.obj, doc.prefix, Tree(text), params, scope.engine.catalogue)
     patch = fixers.plan(target)
     changed = edits.apply(text, patch.edits)
-    after = _evaluate(changed, scope, name, line)
+    after = _evaluate(changed, scope, name, line, located=located)
     _check(patch, _key(doc, finding), {_key(d, f) for d, f in current}, {_key(d, f) for d, f in after})
     return patch, changed, after
 
@@ -162,14 +168,15 @@ def patches(
     docs: Documents, scope: Scope, linted: Sequence[Finding] | None = None
 ) -> list[tuple[Finding, Patch]]:
     """Each finding's own patch against the text of `docs` as it is (not one after the other), for tools
-    that offer fixes one finding at a time (SARIF `fixes`); `linted` as for `count_fixable`."""
+    that offer fixes one finding at a time (SARIF `fixes`); `linted` as for `count_fixable`. What each
+    patch leaves is only compared with what was there, so it is not placed in the file."""
     text, name, line = docs[0].text, docs[0].file, docs[0].line
     current = _current(docs, scope, linted)
     out: list[tuple[Finding, Patch]] = []
     for found in current:
         if scope.selected(found[1]):
             with contextlib.suppress(Unsafe):
-                out.append((found[1], _attempt(text, scope, name, line, current, found)[0]))
+                out.append((found[1], _attempt(text, scope, name, line, current, found, False)[0]))
     return out
 
 

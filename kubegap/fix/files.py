@@ -153,19 +153,18 @@ def count_source(
     """(fixed, left as TODO) of one file, as `fix_source` would make them (`checked.count_fixable`).
     `linted`: the file's findings from lint with the same engine, so that its documents are not evaluated
     a second time (a third of what counting cost); `documents` as for `layout`."""
+    return count_layout(layout(source, documents), source, scope, linted)
+
+
+def count_layout(
+    parts: Layout, source: Source, scope: Scope, linted: Sequence[Finding] | None = None
+) -> tuple[int, int]:
+    """`count_source` of a file already laid out."""
     fixed = todo = 0
-    for _, docs in layout(source, documents).pieces:
+    for _, docs in parts.pieces:
         done, left = count_fixable(docs, scope, own_findings(linted, docs, source))
         fixed, todo = fixed + done, todo + left
     return fixed, todo
-
-
-def by_file(findings: Sequence[Finding]) -> dict[str | None, list[Finding]]:
-    """Lint's findings by the file they name, for `count_source` and `patches` to start from."""
-    out: dict[str | None, list[Finding]] = {}
-    for finding in findings:
-        out.setdefault(finding.file, []).append(finding)
-    return out
 
 
 def own_findings(
@@ -240,16 +239,3 @@ def scope_for(found: Sequence[Source], engine: Engine, selected: Callable[[Findi
     mention = [s for s in found if b"ConfigMap" in s.data]  # as lint does: only these can hold one
     documents = (d for s in mention for d in manifests.Reader().read_bytes(s.data, s.name))
     return Scope(engine, manifests.configmaps_of(documents), selected)
-
-
-def readable_sources(
-    findings: Sequence[Finding], paths: Sequence[str], engine: Engine
-) -> tuple[list[Source], Scope] | None:
-    """The files named by `findings` among `paths`, read again, and the scope to fix them in; None when
-    a path cannot be read any more. Stdin cannot be read twice: it is left out."""
-    named = {f.file for f in findings}
-    try:
-        found = sources([p for p in paths if p != inputs.STDIN], None)
-    except (Refused, KubegapError):
-        return None
-    return [s for s in found if s.name in named], scope_for(found, engine, lambda finding: True)

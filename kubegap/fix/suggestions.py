@@ -1,18 +1,17 @@
 """Each finding's patch as replacements in the file as it is, for reports that offer fixes one finding at a
 time (SARIF `fixes`): the same planner and the same engine check as `kubegap fix`, but every patch is
-computed against the unchanged file, so each can be applied alone."""
+computed against the unchanged file, so each can be applied alone. Made in lint's runs
+(kubegap.fix.reports)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kubegap.evaluate import Engine
 from kubegap.findings import Finding
-from kubegap.fix.checked import patches
+from kubegap.fix.checked import Scope, patches
 from kubegap.fix.edits import Edit
-from kubegap.fix.files import Refused, by_file, layout, own_findings, readable_sources
-from kubegap.forked import each_file
+from kubegap.fix.files import Layout, Source, own_findings
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +29,10 @@ class Suggestion:
     replacements: tuple[Replacement, ...]
 
 
+Match = tuple[tuple[str | int | None, ...], str, str | None]
+Suggested = tuple[Match, Suggestion]  # a suggestion, by what identifies its finding
+
+
 def _position(text: str, offset: int, first_line: int) -> tuple[int, int]:
     line = text.count("\n", 0, offset)
     return first_line + line, offset - (text.rfind("\n", 0, offset) + 1) + 1
@@ -40,39 +43,25 @@ def _replacement(text: str, edit: Edit, first_line: int, newline: str) -> Replac
     return Replacement(*start, *end, edit.text.replace("\n", newline))
 
 
-def suggestions(
-    findings: Sequence[Finding], paths: Sequence[str], engine: Engine, jobs: int = 1
-) -> dict[Finding, Suggestion]:
-    """The suggestion for each of `findings` that has a safe fix (matched by identity and file); files are
-    worked on in `jobs` worker processes when there are many, as lint does."""
+def suggest(parts: Layout, source: Source, scope: Scope, linted: Sequence[Finding]) -> list[Suggested]:
+    """Each of a file's findings that has a safe fix, by what identifies it, with its suggestion
+    (`linted`: lint's findings of the file, so that its documents are not evaluated again)."""
+    newline = "\r\n" if "\r\n" in parts.original else "\n"
+    out = []
+    for _, docs in parts.pieces:
+        doc, own = docs[0], own_findings(linted, docs, source)
+        for finding, patch in patches(docs, scope, own):
+            if patch.todo is None:
+                changes = tuple(_replacement(doc.text, e, doc.line, newline) for e in patch.edits)
+                out.append((_match(finding), Suggestion(patch.summary, changes)))
+    return out
+
+
+def by_finding(findings: Sequence[Finding], suggested: Sequence[Suggested]) -> dict[Finding, Suggestion]:
+    """The suggestions of lint's runs for `findings`, matched by identity and file: a finding a chart
+    folder renamed (kubegap.charts) names a template, not the file its fix was made in, and has none."""
     wanted = {_match(f): f for f in findings}
-    readable = readable_sources(findings, paths, engine)
-    if readable is None:
-        return {}
-    found, scope = readable
-    linted = by_file(findings)  # lint's findings of each file: its documents need not be evaluated again
-
-    def suggest(index: int) -> list[tuple[Match, Suggestion]]:
-        """One file's suggestions, by what identifies their findings."""
-        source = found[index]
-        try:
-            parts = layout(source)
-        except Refused:
-            return []
-        newline = "\r\n" if "\r\n" in parts.original else "\n"
-        out = []
-        for _, docs in parts.pieces:
-            doc, own = docs[0], own_findings(linted.get(source.name), docs, source)
-            for finding, patch in patches(docs, scope, own):
-                if patch.todo is None and _match(finding) in wanted:
-                    changes = tuple(_replacement(doc.text, e, doc.line, newline) for e in patch.edits)
-                    out.append((_match(finding), Suggestion(patch.summary, changes)))
-        return out
-
-    return {wanted[key]: made for part in each_file(suggest, len(found), jobs) for key, made in part}
-
-
-Match = tuple[tuple[str | int | None, ...], str, str | None]
+    return {wanted[key]: made for key, made in suggested if key in wanted}
 
 
 def _match(finding: Finding) -> Match:

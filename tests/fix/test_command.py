@@ -164,7 +164,7 @@ def test_lint_does_not_count_a_rendered_stream_whose_findings_name_templates(
 
 def test_a_file_changed_since_lint_read_it_counts_nothing(job: Path) -> None:
     from kubegap import manifests
-    from kubegap.fix.count import count_file
+    from kubegap.fix.reports import of_file
     from kubegap.lint import lint_documents
 
     the_engine = engine(
@@ -173,11 +173,16 @@ def test_a_file_changed_since_lint_read_it_counts_nothing(job: Path) -> None:
     scope = Scope(the_engine, {}, lambda finding: True)
     documents = list(manifests.Reader().read_bytes(job.read_bytes(), str(job)))
     findings = lint_documents(documents, the_engine, known={}).findings
-    assert count_file(str(job), str(job), documents, findings, scope) == (2, 0)
+
+    def made() -> tuple[tuple[int, int], int]:
+        fixable, suggested = of_file(str(job), str(job), documents, findings, scope, True, True)
+        return fixable, len(suggested)
+
+    assert made() == ((2, 0), 2)
     job.write_text("# edited since\n" + job.read_text())  # the documents no longer line up with the file
-    assert count_file(str(job), str(job), documents, findings, scope) == (0, 0)
+    assert made() == ((0, 0), 0)
     job.unlink()
-    assert count_file(str(job), str(job), documents, findings, scope) == (0, 0)
+    assert made() == ((0, 0), 0)
 
 
 def test_the_documented_diff_is_what_kubegap_fix_prints(

@@ -95,16 +95,36 @@ def test_suggestions_are_the_same_in_worker_processes_and_from_lints_findings(
 ) -> None:
     from kubegap.fix import suggestions as module
     from kubegap.forked import PARALLEL_MIN_FILES
-    from kubegap.lint import lint
+    from kubegap.lint import Output, lint
 
     for index in range(PARALLEL_MIN_FILES):
         text = (MANIFESTS / "pytorchjob-llama-sft.yaml").read_text()
         (tmp_path / f"job-{index:02d}.yaml").write_text(text.replace("llama-sft", f"llama-{index}"))
     the_engine = engine(*ALL, params=BOUND)
-    report = lint([str(tmp_path)], the_engine)
-    serial = module.suggestions(report.findings, [str(tmp_path)], the_engine, jobs=1)
+    asked = Output(suggest=True)
+    report = lint([str(tmp_path)], the_engine, output=asked)
+    serial = module.by_finding(report.findings, report.suggested or [])
     assert len({f.file for f in serial}) == PARALLEL_MIN_FILES  # every file has a suggested fix
-    assert module.suggestions(report.findings, [str(tmp_path)], the_engine, jobs=2) == serial
+    assert report.fixable is None and lint([str(tmp_path)], the_engine).suggested is None  # only if asked
+    parallel = lint([str(tmp_path)], the_engine, jobs=2, output=asked)
+    assert parallel.findings == report.findings
+    assert module.by_finding(parallel.findings, parallel.suggested or []) == serial
     # the same as where each document is evaluated again instead of starting from lint's findings
     monkeypatch.setattr(module, "own_findings", lambda *args: None)
-    assert module.suggestions(report.findings, [str(tmp_path)], the_engine, jobs=1) == serial
+    again = lint([str(tmp_path)], the_engine, output=asked)
+    assert module.by_finding(again.findings, again.suggested or []) == serial
+
+
+def test_a_finding_a_chart_folder_renamed_has_no_suggestion(tmp_path: Path) -> None:
+    """Its file names a template, not the file its fix was made in."""
+    from dataclasses import replace
+
+    from kubegap.fix.suggestions import by_finding
+    from kubegap.lint import Output, lint
+
+    shutil.copy(MANIFESTS / "pytorchjob-llama-sft.yaml", tmp_path / "job.yaml")
+    report = lint([str(tmp_path / "job.yaml")], engine(*ALL, params=BOUND), output=Output(suggest=True))
+    made = by_finding(report.findings, report.suggested or [])
+    assert made and all(f.file == str(tmp_path / "job.yaml") for f in made)
+    renamed = [replace(f, file="trainer/templates/job.yaml") for f in report.findings]
+    assert by_finding(renamed, report.suggested or []) == {}
