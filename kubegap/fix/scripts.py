@@ -8,6 +8,7 @@ a blank line does, and a statement is not removed from such a script (`Unsafe`).
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from yaml.nodes import ScalarNode
@@ -19,6 +20,7 @@ from kubegap.fix.nodes import Tree, Unsafe
 _VALUE = r"""(?:"[^"\n]*"|'[^'\n]*'|[^\s;&|()"'\\]+)"""
 _BOUNDARY_BEFORE = r"""(?<![^\s"'=;&|(])"""
 _STATEMENT_START = r"""(?:^|(?<=[;&|(]))[ \t]*"""
+_SHELL_MARK = re.compile("['\"#\n]")  # where the shell's reading of a script can change
 
 
 def _span(tree: Tree, path: FieldPath) -> tuple[int, int, bool]:
@@ -59,30 +61,42 @@ def _statement_end(text: str, pos: int, end: int, joined: bool) -> int:
     return pos
 
 
-def _shell_words_at(text: str, start: int, end: int, joined: bool) -> list[bool]:
-    """For each position of text[start:end], whether the shell reads it as code: outside quotes and
-    comments (so a launcher's name inside `echo "…"` or after `#` is not taken for the launcher)."""
-    code: list[bool] = []
-    quote, comment = "", False
-    for pos in range(start, end):
-        char = text[pos]
-        if comment:
-            comment = char != "\n" or joined
-        elif quote:
-            quote = "" if char == quote else quote
+def _not_code(text: str, start: int, end: int, joined: bool) -> list[tuple[int, int]]:
+    """The spans of text[start:end] the shell does not read as code, in order: quoted (from the opening
+    quote to the closing one) and comments (to the line break, or the end where YAML joins the lines), so
+    that a launcher's name inside `echo "…"` or after `#` is not taken for the launcher. Found by jumping
+    from one quote, `#` or line break to the next: a walk over every character was most of planning a
+    script's fix."""
+    spans: list[tuple[int, int]] = []
+    pos = start
+    while (found := _SHELL_MARK.search(text, pos, end)) is not None:
+        at = pos = found.start()
+        char = text[at]
+        if char == "#" and (at == start or text[at - 1] in " \t\n"):
+            stop = end if joined else text.find("\n", at, end)
+            pos = stop = end if stop < 0 else stop  # the line break itself is code
         elif char in "'\"":
-            quote = char
-        elif char == "#" and (pos == start or text[pos - 1] in " \t\n"):
-            comment = True
-        code.append(not quote and not comment)
-    return code
+            close = text.find(char, at + 1, end)
+            stop = end if close < 0 else close  # the closing quote is code again
+            pos = stop + 1
+        else:
+            pos += 1
+            continue
+        spans.append((at, stop))
+    return spans
+
+
+def _is_code(spans: list[tuple[int, int]], pos: int) -> bool:
+    """Whether `pos` lies outside the spans `_not_code` found."""
+    index = bisect.bisect_right(spans, pos, key=lambda span: span[0]) - 1
+    return index < 0 or pos >= spans[index][1]
 
 
 def _code_matches(
     pattern: re.Pattern[str], text: str, start: int, end: int, joined: bool
 ) -> list[re.Match[str]]:
-    code = _shell_words_at(text, start, end, joined)
-    return [m for m in pattern.finditer(text, start, end) if m.end() <= end and code[m.start() - start]]
+    spans = _not_code(text, start, end, joined)
+    return [m for m in pattern.finditer(text, start, end) if m.end() <= end and _is_code(spans, m.start())]
 
 
 def append_to_statement(tree: Tree, path: FieldPath, word: str, addition: str) -> Edit:
@@ -125,8 +139,8 @@ def remove_assignment(tree: Tree, path: FieldPath, name: str, how: str) -> Edit:
     else:
         raise Unsafe(f"a variable set by {how}")
     script = tree.text[start:end]
-    code = _shell_words_at(script, 0, len(script), joined)
-    found = [m for m in re.finditer(pattern, script, re.M) if code[m.start()]]
+    spans = _not_code(script, 0, len(script), joined)
+    found = [m for m in re.finditer(pattern, script, re.M) if _is_code(spans, m.start())]
     if len(found) != 1:
         raise Unsafe(f"{name} is set {len(found)} times in the script, not once")
     begin, stop = start + found[0].start(), start + found[0].end()
