@@ -65,8 +65,8 @@ def _not_code(text: str, start: int, end: int, joined: bool) -> list[tuple[int, 
     """The spans of text[start:end] the shell does not read as code, in order: quoted (from the opening
     quote to the closing one) and comments (to the line break, or the end where YAML joins the lines), so
     that a launcher's name inside `echo "…"` or after `#` is not taken for the launcher. Found by jumping
-    from one quote, `#` or line break to the next: a walk over every character was most of planning a
-    script's fix."""
+    from one quote, `#` or line break to the next: a walk over every character was nearly half of planning
+    a script's fix."""
     spans: list[tuple[int, int]] = []
     pos = start
     while (found := _SHELL_MARK.search(text, pos, end)) is not None:
