@@ -88,6 +88,11 @@ def _params(engine: Engine, policy: str) -> Mapping[str, Any]:
     return next((c.params for c in engine.compiled if c.policy.id == policy), {})
 
 
+def _ids(scope: Scope) -> frozenset[str]:
+    """The policies a patch is checked against: a fix may write what another of them asks for."""
+    return frozenset(c.policy.id for c in scope.engine.compiled)
+
+
 def _pathless(key: Key) -> Key:
     """A finding's identity without its field path: removing env[0] turns env[1] into env[0], and a
     finding that only moved is neither new nor settled."""
@@ -127,7 +132,7 @@ def _attempt(
     doc, finding = found
     assert doc.obj is not None
     params = _params(scope.engine, finding.policy)
-    target = Target(finding, doc.obj, doc.prefix, Tree(text), params, scope.engine.catalogue)
+    target = Target(finding, doc.obj, doc.prefix, Tree(text), params, scope.engine.catalogue, _ids(scope))
     patch = fixers.plan(target)
     changed = edits.apply(text, patch.edits)
     after = _evaluate(changed, scope, name, line, located=located)
@@ -196,7 +201,7 @@ def count_fixable(docs: Documents, scope: Scope, linted: Sequence[Finding] | Non
         assert doc.obj is not None
         params = _params(scope.engine, finding.policy)
         with contextlib.suppress(Unsafe):
-            target = Target(finding, doc.obj, doc.prefix, tree, params, scope.engine.catalogue)
+            target = Target(finding, doc.obj, doc.prefix, tree, params, scope.engine.catalogue, _ids(scope))
             planned.append((_key(doc, finding), fixers.plan(target)))
     if not planned:
         return 0, 0

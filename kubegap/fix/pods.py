@@ -82,7 +82,29 @@ def auto_restart(target: Target) -> Patch:
         edit = edits.set_scalar(target.tree, target.at(field), RESTARTS)
     else:
         edit = edits.insert_key(target.tree, target.at(field[:-1]), str(field[-1]), RESTARTS)
-    return Patch((edit,), f"set {'.'.join(map(str, field))} to {RESTARTS}")
+    summary = f"set {'.'.join(map(str, field))} to {RESTARTS}"
+    if info is not None and _counts_disruptions(target, (info.group, info.kind), field[:-1]):
+        rule = edits.insert_key(target.tree, target.at(field[:-1]), "podFailurePolicy", _DISRUPTIONS_IGNORED)
+        return Patch((edit, rule), f"{summary}, with a podFailurePolicy rule that counts no disruption")
+    return Patch((edit,), summary)
+
+
+# A pod failed by a node drain, a preemption or an eviction carries the condition DisruptionTarget; Ignore
+# retries it without counting it against backoffLimit (kubernetes.io/docs/tasks/job/pod-failure-policy/).
+_DISRUPTIONS_IGNORED = {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}
+
+
+def _counts_disruptions(target: Target, kind: tuple[str, str], job: FieldPath) -> bool:
+    """Whether a Job's new restart budget needs the rule that keeps disruptions out of it: where kubegap
+    also checks that (disruption-budget), the budget was 0 so that policy did not apply yet, and the Job
+    has no podFailurePolicy. The rule needs the pods' restartPolicy to be Never; with OnFailure (or a
+    policy of the author's own) the fix brings the disruption finding and is refused, as before."""
+    return (
+        "disruption-budget" in target.policies
+        and kind in (("batch", "Job"), ("batch", "CronJob"))
+        and raw.dig(target.obj, (*job, "template", "spec", "restartPolicy")) == "Never"
+        and raw.dig(target.obj, (*job, "podFailurePolicy")) is None
+    )
 
 
 def _restarting_replicas(target: Target, kind: str) -> Patch:

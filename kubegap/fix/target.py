@@ -34,6 +34,7 @@ class Target:
     tree: Tree
     params: Mapping[str, Any]  # the finding's policy parameters, overrides applied (durations in seconds)
     catalogue: Catalogue
+    policies: frozenset[str] = frozenset()  # the ids of the policies the patch is checked against
 
     @property
     def path(self) -> FieldPath:

@@ -353,3 +353,64 @@ def test_identical_templates_told_once_are_each_fixed() -> None:
     removed, added = _changed_lines(text, fixed.text)
     assert len(removed) == len(added) == 3 and all('"1200"' in line for line in added)
     assert not failing(fixed.text, the_engine)
+
+
+_NEVER_RESTARTED_JOB = textwrap.dedent(
+    """\
+    apiVersion: batch/v1
+    kind: Job
+    metadata: {name: pretrain, namespace: ml}
+    spec:
+      backoffLimit: 0
+      template:
+        spec:
+          restartPolicy: Never
+          containers:
+          - name: trainer
+            image: nvcr.io/nvidia/pytorch:24.05-py3
+            command: [torchrun, --nnodes=2, --nproc-per-node=8, train.py]
+            resources: {limits: {nvidia.com/gpu: 8}}
+    """
+)
+
+
+def test_a_restart_budget_comes_with_the_rule_that_counts_no_disruption_against_it() -> None:
+    """Raising a Job's backoffLimit from 0 brings disruption-budget into play: where that policy is checked
+    too, the fix writes its podFailurePolicy rule along with the limit, and both findings are settled."""
+    both = engine("restart-budget", "disruption-budget")
+    assert {f.rule for f in failing(_NEVER_RESTARTED_JOB, both)} == {"auto-restart"}
+    fixed = fix(_NEVER_RESTARTED_JOB, both)
+    removed, added = _changed_lines(_NEVER_RESTARTED_JOB, fixed.text)
+    assert removed == ["  backoffLimit: 0"]
+    assert added == [
+        "  backoffLimit: 3",
+        "  podFailurePolicy:",
+        "    rules:",
+        "    - action: Ignore",
+        "      onPodConditions:",
+        "      - type: DisruptionTarget",
+    ]
+    assert failing(fixed.text, both) == []
+    (outcome,) = fixed.outcomes
+    assert outcome.fixed and "podFailurePolicy" in outcome.note
+
+
+def test_the_disruption_rule_is_written_only_where_it_is_checked_and_can_hold() -> None:
+    # Without disruption-budget the limit alone settles the finding: nothing else is written.
+    alone = fix(_NEVER_RESTARTED_JOB, engine("restart-budget"))
+    assert _changed_lines(_NEVER_RESTARTED_JOB, alone.text) == (["  backoffLimit: 0"], ["  backoffLimit: 3"])
+    both = engine("restart-budget", "disruption-budget")
+    # The rule needs restartPolicy Never; an author's own podFailurePolicy is not rewritten. Either way the
+    # limit would bring the disruption finding, so the fix is refused and says why.
+    for changed in (
+        _NEVER_RESTARTED_JOB.replace("restartPolicy: Never", "restartPolicy: OnFailure"),
+        _NEVER_RESTARTED_JOB.replace(
+            "  backoffLimit: 0\n",
+            "  backoffLimit: 0\n  podFailurePolicy:\n    rules:\n    - action: FailJob\n"
+            "      onExitCodes: {operator: In, values: [42]}\n",
+        ),
+    ):
+        refused = fix(changed, both)
+        assert not refused.changed
+        (outcome,) = refused.outcomes
+        assert not outcome.fixed and "disruption-budget/disruptions-not-counted" in outcome.note
