@@ -96,9 +96,9 @@ _DISRUPTIONS_IGNORED = {"rules": [{"action": "Ignore", "onPodConditions": [{"typ
 
 def _counts_disruptions(target: Target, kind: tuple[str, str], job: FieldPath) -> bool:
     """Whether a Job's new restart budget needs the rule that keeps disruptions out of it: where kubegap
-    also checks that (disruption-budget), the budget was 0 so that policy did not apply yet, and the Job
-    has no podFailurePolicy. The rule needs the pods' restartPolicy to be Never; with OnFailure (or a
-    policy of the author's own) the fix brings the disruption finding and is refused, as before."""
+    also checks that (disruption-budget, which did not apply while the budget was 0), the pods'
+    restartPolicy is Never (the rule needs it) and the Job has no podFailurePolicy. Otherwise (OnFailure,
+    or a policy of the author's own) the fix brings the disruption finding and is refused, as before."""
     return (
         "disruption-budget" in target.policies
         and kind in (("batch", "Job"), ("batch", "CronJob"))
