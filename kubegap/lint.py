@@ -278,11 +278,9 @@ def _lint_with_fixes(
     for name, path, documents in each:
         part = lint_documents(documents, engine, output.keep_passes, known)
         if path is not None:
-            fixable, suggested = of_file(
+            part.fixable, part.suggested = of_file(
                 name, path, documents, part.findings, scope, output.fixable, output.suggest
             )
-            part.fixable = fixable if output.fixable else None
-            part.suggested = suggested if output.suggest else None
         report.add(part)
     return report
 

@@ -181,7 +181,7 @@ def patches(
     for found in current:
         if scope.selected(found[1]):
             with contextlib.suppress(Unsafe):
-                out.append((found[1], _attempt(text, scope, name, line, current, found, False)[0]))
+                out.append((found[1], _attempt(text, scope, name, line, current, found, located=False)[0]))
     return out
 
 
@@ -195,13 +195,14 @@ def count_fixable(docs: Documents, scope: Scope, linted: Sequence[Finding] | Non
     current = _current(docs, scope, linted)
     tree = Tree(text) if current else None
     planned: list[tuple[Key, Patch]] = []
+    policies = _ids(scope)
     for doc, finding in current:
         if tree is None or not scope.selected(finding):
             continue
         assert doc.obj is not None
         params = _params(scope.engine, finding.policy)
         with contextlib.suppress(Unsafe):
-            target = Target(finding, doc.obj, doc.prefix, tree, params, scope.engine.catalogue, _ids(scope))
+            target = Target(finding, doc.obj, doc.prefix, tree, params, scope.engine.catalogue, policies)
             planned.append((_key(doc, finding), fixers.plan(target)))
     if not planned:
         return 0, 0

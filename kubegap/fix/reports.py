@@ -23,20 +23,22 @@ def of_file(
     scope: Scope,
     count: bool,
     suggested: bool,
-) -> tuple[tuple[int, int], list[Suggested]]:
+) -> tuple[tuple[int, int] | None, list[Suggested] | None]:
     """For one file lint has just read (`documents`) and checked (`findings`, as lint located them):
-    (fixed, left as TODO) if `count`, and each finding's suggestion if `suggested`. A file is worked on
-    when some finding names it: not a stream whose `# Source:` lines name other files (fixing rendered
-    output fixes no template). Its bytes are read again (8 µs) for what the documents' texts leave out,
-    the byte-order mark and the line ends; a file that changed since no longer lines up with its
-    documents and, like a file kubegap fix would refuse, gives nothing."""
+    (fixed, left as TODO) if `count`, and each finding's suggestion if `suggested` (None: not asked).
+    A file is worked on when some finding names it: not a stream whose `# Source:` lines name other files
+    (fixing rendered output fixes no template). Its bytes are read again (8 µs) for what the documents'
+    texts leave out, the byte-order mark and the line ends; a file that changed since no longer lines up
+    with its documents and, like a file kubegap fix would refuse, gives nothing."""
+    nothing: tuple[tuple[int, int] | None, list[Suggested] | None]
+    nothing = ((0, 0) if count else None), ([] if suggested else None)
     own = [finding for finding in findings if finding.file == name]
     if not own:
-        return (0, 0), []
+        return nothing
     try:
         source = Source(name, Path(path), None, manifests.read_file(path))
         parts = layout(source, documents)
     except (OSError, Refused):
-        return (0, 0), []
-    fixable = count_layout(parts, source, scope, own) if count else (0, 0)
-    return fixable, suggest(parts, source, scope, own) if suggested else []
+        return nothing
+    fixable = count_layout(parts, source, scope, own) if count else None
+    return fixable, (suggest(parts, source, scope, own) if suggested else None)
