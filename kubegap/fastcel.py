@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from kubegap import celops, fastahead
+from kubegap import cel, celops, fastahead
 from kubegap.celparse import RELATIONS, Tree, Unsupported, parse
 
 FastProgram = Callable[[Mapping[str, Any]], Any]
@@ -124,13 +124,15 @@ def digest(body: str) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
-def ahead_module(sources: Iterable[str]) -> str:
+def ahead_module(sources: Iterable[str], compiled: Iterable[str] = ()) -> str:
     """The text of kubegap/fastahead.py: the programs of `sources` (the bundled policies' scope programs,
     kubegap.batch) as functions of a module, so that mypyc compiles them with the per-object path (setup.py).
     Compiled, they take about half the time of the same text run by the interpreter, and call celops'
     functions directly (docs/speed.md). The body of each is `write`'s, byte for byte, found by the digest
     of its CEL text: a program whose text has changed since is compiled at run time, as any other policy's
-    (and tests/test_fastcel.py fails while the module differs from what `write` gives today)."""
+    (and tests/test_fastcel.py fails while the module differs from what `write` gives today). `compiled`
+    are the expressions cel-expr compiled as the policies loaded, which need no proof at load
+    (kubegap.compiled), by their digests too."""
     bodies = {digest(s): b for s in sources if (b := write(s)) is not None}
     lines = [
         '"""The bundled policies\' CEL programs as Python, written ahead so that mypyc compiles them',
@@ -153,6 +155,10 @@ def ahead_module(sources: Iterable[str]) -> str:
     lines += ["PROGRAMS: dict[str, Callable[[Mapping[str, Any]], Any]] = {"]
     lines += [f'    "{key}": {name},' for key, name in names.items()]
     lines += ["}", ""]
+    lines += ["# the digests of the expressions cel-expr compiled as the bundled policies loaded"]
+    lines += ["COMPILED: frozenset[str] = frozenset(", "    {"]
+    lines += [f'        "{key}",' for key in sorted({digest(s) for s in compiled})]
+    lines += ["    }", ")", ""]
     return "\n".join(lines)
 
 
@@ -353,14 +359,46 @@ def _is_boolean(tree: Tree) -> bool:
     return kind == "lit" and type(tree[1]) is bool
 
 
-def main() -> None:
-    """Writes kubegap/fastahead.py anew (`python -m kubegap.fastcel`) from the bundled policies, as the
-    default settings load them. The text is made before the file is opened: making it imports the module
-    it replaces."""
+class _Recording:
+    """cel-expr under another name, noting each expression it compiles: by that name, kubegap.compiled takes
+    nothing as compiled ahead, and so compiles every expression it must prove."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self._backend = cel.backend("cel-expr")
+        self.cost_budget = self._backend.cost_budget
+        self.compiled: list[str] = []
+
+    def compile(self, source: str) -> cel.Program:
+        program = self._backend.compile(source)
+        self.compiled.append(source)
+        return program
+
+    def convert(self, value: Any) -> Any:
+        return self._backend.convert(value)
+
+    def activation(self, bindings: Mapping[str, Any]) -> Any:
+        return self._backend.activation(bindings)
+
+
+def ahead_text() -> str:
+    """What kubegap/fastahead.py holds for the bundled policies, as the default settings load them."""
+    from kubegap import policy
+    from kubegap.compiled import compile_policies
     from kubegap.config import Settings
     from kubegap.evaluate import build_engine
 
-    text = ahead_module(p.source for p in build_engine(Settings()).scope_programs.values())
+    settings, recording = Settings(), _Recording()
+    compile_policies(policy.load(settings.policy_dirs), settings, recording)
+    programs = build_engine(settings).scope_programs.values()
+    return ahead_module((p.source for p in programs), recording.compiled)
+
+
+def main() -> None:
+    """Writes kubegap/fastahead.py anew (`python -m kubegap.fastcel`). The text is made before the file is
+    opened: making it imports the module it replaces."""
+    text = ahead_text()
     path = Path(__file__).with_name("fastahead.py")
     path.write_text(text)
     print(f"kubegap: wrote {path} ({len(text):,} characters)", file=sys.stderr)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kubegap import batch, celops, fastahead, fastcel, kinds
+from kubegap import batch, cel, celops, compiled, fastahead, fastcel, kinds
 from kubegap.activation import Run
 from kubegap.config import Settings
 from kubegap.evaluate import Engine, build_engine
@@ -84,9 +84,39 @@ def test_the_fast_path_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_the_bundled_programs_are_written_ahead_as_they_are_now() -> None:
-    programs = build_engine(Settings()).scope_programs.values()
+    """Making the text compiles every expression the bundled policies prove at load with cel-expr, so it
+    also fails when one that the module says compiled no longer does."""
     written = Path(fastahead.__file__ or "").with_name("fastahead.py").read_text()
-    assert fastcel.ahead_module(p.source for p in programs) == written, "run: python -m kubegap.fastcel"
+    assert fastcel.ahead_text() == written, "run: python -m kubegap.fastcel"
+
+
+def test_the_bundled_policies_load_without_compiling_what_compiled_ahead(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sources: list[str] = []
+    real = cel.CelExpr.compile
+
+    def counted(self: cel.CelExpr, source: str) -> cel.Program:
+        sources.append(source)
+        return real(self, source)
+
+    monkeypatch.setattr(cel.CelExpr, "compile", counted)
+    engine = build_engine(Settings(cel_backend="cel-expr"))
+    assert engine.compiled and sources == []
+    # a rule turned off changes its policy's batch: that text was not compiled ahead, so it is proven now
+    rule = engine.compiled[0].validations[0].validation
+    off = f"{engine.compiled[0].policy.id}/{rule.name}"
+    assert len(engine.compiled[0].validations) > 1
+    build_engine(Settings(cel_backend="cel-expr", skip=(off,)))
+    assert sources
+
+
+def test_an_expression_compiled_ahead_is_still_proven_under_cel_python() -> None:
+    batch_source = next(b.source for p in build_engine(Settings()).compiled for b in p.batches.values())
+    assert fastcel.digest(batch_source) in fastahead.COMPILED
+    assert compiled._compiled_ahead(cel.backend("cel-expr"), batch_source)
+    assert not compiled._compiled_ahead(cel.backend("cel-python"), batch_source)
+    assert not compiled._compiled_ahead(cel.backend("cel-expr"), batch_source + " ")
 
 
 def test_the_bundled_programs_come_from_the_module_written_ahead(engine: Engine) -> None:
