@@ -45,18 +45,19 @@ def _container(rng: random.Random, name: str) -> dict[str, object]:
     }
 
 
-def _pod(rng: random.Random) -> dict[str, object]:
-    return {
-        "metadata": {"annotations": {"kubegap.dev/step-time": f"{rng.uniform(0.8, 9.0):.1f}s"}},
-        "spec": {
-            "containers": [_container(rng, "trainer")],
-            "volumes": [
-                {"name": "ckpt", "persistentVolumeClaim": {"claimName": "ckpt"}},
-                {"name": "dshm", "emptyDir": {"medium": "Memory"}},
-            ],
-            "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
-        },
+def _pod(rng: random.Random, restart_policy: str | None = None) -> dict[str, object]:
+    metadata = {"annotations": {"kubegap.dev/step-time": f"{rng.uniform(0.8, 9.0):.1f}s"}}
+    spec: dict[str, object] = {
+        "containers": [_container(rng, "trainer")],
+        "volumes": [
+            {"name": "ckpt", "persistentVolumeClaim": {"claimName": "ckpt"}},
+            {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+        ],
+        "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
     }
+    if restart_policy is not None:
+        spec["restartPolicy"] = restart_policy
+    return {"metadata": metadata, "spec": spec}
 
 
 def manifest(rng: random.Random, index: int) -> dict[str, object]:
@@ -94,6 +95,8 @@ def manifest(rng: random.Random, index: int) -> dict[str, object]:
                 ],
             },
         }
+    # The API server refuses a Job whose pods would restart `Always`, the default (batch validation); a
+    # JobSet's webhook writes `OnFailure` into its child Jobs' pods, and the training operator its own.
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -102,7 +105,7 @@ def manifest(rng: random.Random, index: int) -> dict[str, object]:
             "parallelism": 2,
             "completions": 2,
             "backoffLimit": rng.choice([0, 4]),
-            "template": _pod(rng),
+            "template": _pod(rng, "Never" if index % 2 else "OnFailure"),
         },
     }
 
