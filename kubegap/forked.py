@@ -8,8 +8,7 @@ run; and each run's results are handed on while the workers go on with the rest.
 
 from __future__ import annotations
 
-import concurrent.futures
-import multiprocessing
+import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -17,7 +16,7 @@ T = TypeVar("T")
 
 PARALLEL_MIN_FILES = 64  # fewer files are worked on in this process: starting workers would cost more
 # Workers inherit the engine by fork; where there is none (Windows), the work stays in this process.
-CAN_FORK = "fork" in multiprocessing.get_all_start_methods()
+CAN_FORK = hasattr(os, "fork")
 _RUNS_PER_JOB = 8
 _TASK: Callable[[Sequence[int]], Any] | None = None  # set only while a pool runs; inherited by its workers
 
@@ -29,6 +28,10 @@ def each_run(task: Callable[[Sequence[int]], T], total: int, jobs: int) -> Itera
     if not parallel(total, jobs):
         yield task(range(total))
         return
+    # imported here: a run of one process never needs them, and they were 5 ms of linting one file
+    import concurrent.futures
+    import multiprocessing
+
     _TASK = task
     context = multiprocessing.get_context("fork")
     try:
