@@ -19,6 +19,7 @@ Simplifications, all on the side of counting more: a list membership test (`in`)
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -105,6 +106,7 @@ def self_contained(source: str) -> bool:
     return not stack
 
 
+@functools.lru_cache(maxsize=1024)  # at load, most texts are estimated in their batch and again alone
 def estimate(source: str) -> Cost:
     """The expression's cost polynomial; `source` must already have compiled."""
     tokens = list(_tokens(source))

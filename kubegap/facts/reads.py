@@ -263,7 +263,12 @@ def reads_object(policy: Policy) -> bool:
 
 
 def names_object(expression: str) -> bool:
-    return _OBJECT.search(_STRING_LITERAL.sub("", expression)) is not None
+    return _OBJECT.search(_outside_strings(expression)) is not None
+
+
+@functools.lru_cache(maxsize=1024)  # the engine and its batches ask of the same texts as they load
+def _outside_strings(expression: str) -> str:
+    return _STRING_LITERAL.sub("", expression)
 
 
 # A role, a field path (`path`, `envPaths`, `trainerPath`), or a unit's facts taken whole or by a key
@@ -287,7 +292,7 @@ def reads_place(policy: Policy) -> bool:
 
 def names_place(expression: str | None) -> bool:
     """Whether the expression may read a unit's role or a field path (`_PLACE`), outside string literals."""
-    return expression is not None and _PLACE.search(_STRING_LITERAL.sub("", expression)) is not None
+    return expression is not None and _PLACE.search(_outside_strings(expression)) is not None
 
 
 def check(policy: Policy) -> None:
