@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
+from kubegap.cli import entry
 
-from kubegap.cli import main
-
-sys.exit(main())
+entry()

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import gc
 import io
 import json
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -64,6 +66,33 @@ def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) 
     assert out == ""
     assert "usage: kubegap" in err
     assert "lint" in err and "policies" in err
+
+
+def test_the_command_exits_with_mains_code_and_leaves_what_it_made_to_the_exit(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["kubegap", "lint", "--format", "json", "--jobs", "1", TRAIN])
+    gc.unfreeze()
+    try:
+        with pytest.raises(SystemExit) as caught:
+            cli.entry()
+        assert caught.value.code == 1
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()  # this test process goes on collecting
+    assert rules(json.loads(capsys.readouterr().out)) == TRAIN_RULES
+
+
+def test_python_m_kubegap_writes_the_whole_report_and_its_exit_code() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "kubegap", "lint", "--format", "json", TRAIN],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert rules(json.loads(done.stdout)) == TRAIN_RULES
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

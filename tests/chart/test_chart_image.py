@@ -162,7 +162,7 @@ def test_wheel_ships_the_package_policies_and_entrypoint(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-        assert "kubegap = kubegap.cli:main" in archive.read(entry_points).decode()
+        assert "kubegap = kubegap.cli:entry" in archive.read(entry_points).decode()
         metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert {"kubegap/cli.py", "kubegap/webhook/serve.py", "kubegap/audit/command.py"} <= names
     assert "kubegap/policies/knobs.yaml" in names
