@@ -124,7 +124,7 @@ def digest(body: str) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
-def ahead_module(sources: Iterable[str], compiled: Iterable[str] = ()) -> str:
+def ahead_module(sources: Iterable[str], compiled: Iterable[str]) -> str:
     """The text of kubegap/fastahead.py: the programs of `sources` (the bundled policies' scope programs,
     kubegap.batch) as functions of a module, so that mypyc compiles them with the per-object path (setup.py).
     Compiled, they take about half the time of the same text run by the interpreter, and call celops'
