@@ -35,9 +35,9 @@ Documents
   follow, up to the next such line: `Document.file` is that name, while `Document.line` and all positions
   stay lines of the stream that was read.
 
-Positions: `locate(doc, path)` composes the document's text again only when asked (documents without
-findings cost nothing extra), caches the result, and returns the 1-based line and column of the path's key,
-or of the nearest existing parent when the path does not exist.
+Positions: `locate(doc, path)` walks the node graph of the document's text, which the reader kept for the
+last documents it read (an older document's text is composed again), and returns the 1-based line and
+column of the path's key, or of the nearest existing parent when the path does not exist.
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
+
+from yaml.nodes import Node
 
 from kubegap import raw, yamlguard
 from kubegap.fieldpath import FieldPath
@@ -296,7 +298,9 @@ def _pieces(text: str) -> Iterator[tuple[int, str]]:
         yield line, text[start:]
 
 
-def locate(doc: Document, path: FieldPath) -> tuple[int, int]:
-    """1-based (line, column) in the file of `doc.prefix + path`, or of its nearest existing parent."""
-    found = yamlguard.position(doc.text, doc.prefix + tuple(path))
+def locate(doc: Document, path: FieldPath, root: Node | None = None) -> tuple[int, int]:
+    """1-based (line, column) in the file of `doc.prefix + path`, or of its nearest existing parent.
+    `root`: the graph of the document's text (`yamlguard.compose`), where the caller holds it."""
+    at = doc.prefix + tuple(path)
+    found = yamlguard.position(doc.text, at) if root is None else yamlguard.position_in(root, at)
     return (doc.line, 1) if found is None else (doc.line + found[0], found[1] + 1)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kubegap import forked, lint, manifests
+from kubegap import fieldpath, forked, lint, manifests, yamlguard
 from kubegap.config import Settings
 from kubegap.enginerules import NOT_EVALUATED
 from kubegap.evaluate import Engine, build_engine
@@ -45,6 +45,50 @@ def test_positions_point_at_the_offending_field(engine: Engine) -> None:
         assert finding.line is not None and finding.column is not None
         text = lines[finding.line - 1][finding.column - 1 :]
         assert text.strip(), finding  # the position is on the field, not past the end of the line
+
+
+def test_a_long_stream_is_located_without_parsing_a_document_twice(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lint evaluates a batch of documents, then locates their findings, holding the batch's graphs: past
+    the few graphs kubegap.yamlguard keeps, no document is parsed again, and every place is the one a
+    fresh parse of its document gives."""
+    one = TRAIN.read_text()  # a ConfigMap and a PyTorchJob
+    copies = lint.BATCH_DOCUMENTS + 7  # two batches and a bit of a third
+    stream = "---\n".join(f"# copy {i}\n" + one.replace("name: llm", f"name: llm-{i}") for i in range(copies))
+    parsed: list[str] = []
+
+    class Counting(yamlguard.FAST_LOADER):  # type: ignore[misc,name-defined]
+        def __init__(self, text: str) -> None:
+            parsed.append(text)
+            super().__init__(text)
+
+    monkeypatch.setattr(yamlguard, "FAST_LOADER", Counting)
+    read = manifests.Reader().read_bytes(stream.encode(), "long.yaml")
+    report = lint.lint_documents(read, engine, known={})  # as lint has them: no need to read all first
+    monkeypatch.undo()
+    assert len(parsed) == 2 * copies and len(set(parsed)) == len(parsed)  # each document parsed once
+    assert {f.document for f in report.findings} == set(range(1, 2 * copies, 2))  # every PyTorchJob's
+    documents = list(manifests.Reader().read_bytes(stream.encode(), "long.yaml"))
+    for finding in report.findings:
+        assert finding.path is not None and finding.document is not None
+        doc = documents[finding.document]
+        yamlguard._NODES.clear()  # a fresh parse of the document alone
+        assert (finding.line, finding.column) == manifests.locate(doc, fieldpath.parse(finding.path))
+
+
+def test_batches_are_bounded_by_documents_and_by_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    def sizes(texts: list[str]) -> list[int]:
+        stream = "---\n".join(texts).encode()
+        return [len(b) for b in lint._batches(manifests.Reader().read_bytes(stream, "x.yaml"))]
+
+    small = "kind: A\napiVersion: v1\nmetadata: {name: a}\n"
+    assert sizes([small] * (2 * lint.BATCH_DOCUMENTS + 1)) == [lint.BATCH_DOCUMENTS] * 2 + [1]
+    monkeypatch.setattr(lint, "BATCH_TEXT", 3 * len(small))
+    assert sizes([small] * 7) == [3, 3, 1]
+    items = "apiVersion: v1\nkind: List\nitems:\n" + "- {apiVersion: v1, kind: A, metadata: {name: a}}\n" * 5
+    monkeypatch.setattr(lint, "BATCH_TEXT", 2 * len(items) + len(small))
+    assert sizes([items, items, small, small]) == [11, 1]  # a List's items share one text, counted once
 
 
 def test_configmaps_in_the_input_resolve_env(engine: Engine) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 import pytest
@@ -218,6 +219,25 @@ def test_template_leftover(case: str, text: str, helm_only: bool, expected: tupl
     assert (found[:2] if found else None) == expected
     if found:
         assert found[2].startswith("{{")
+
+
+def test_graphs_are_kept_for_the_last_texts_within_a_count_and_a_length(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(yamlguard, "_NODES", OrderedDict())
+    monkeypatch.setattr(yamlguard, "_nodes_text", 0)
+    texts = [f"a: {i}\n" for i in range(yamlguard._NODES_KEPT + 1)]
+    for text in texts:
+        yamlguard.compose(text)
+    assert yamlguard.kept(texts[0]) is None  # the oldest went
+    assert all(yamlguard.kept(text) is not None for text in texts[1:])
+    monkeypatch.setattr(yamlguard, "_NODES_TEXT_KEPT", 40)
+    long = "b: " + "x" * 60 + "\n"
+    yamlguard.compose(long)
+    assert list(yamlguard._NODES) == [long]  # past the length, only the latest is kept, whatever its size
+    assert yamlguard._nodes_text == len(long)
+    yamlguard.compose("c: 1\n")
+    assert list(yamlguard._NODES) == ["c: 1\n"]
 
 
 def test_template_leftover_positions_are_in_the_file() -> None:

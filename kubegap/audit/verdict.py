@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,15 +59,37 @@ def judge(
     engine: Evaluator, obj: Mapping[str, Any], context: Context | None, timeout: float, rows: Rows
 ) -> Verdict | Unevaluated:
     """Evaluate one object; a bug must not hide the rest of the cluster, so it is an outcome, not a raise."""
+    return told(evaluated(engine, obj, context, timeout), rows)
+
+
+def judge_all(
+    engine: Evaluator, chunk: Sequence[tuple[Mapping[str, Any], Context | None]], timeout: float, rows: Rows
+) -> list[Verdict | Unevaluated]:
+    """`judge` over many objects, a step at a time: every evaluation, then every verdict. One object taken
+    through both steps in turn ran each step's code and data out of the core's caches (kubegap.lint's
+    batches)."""
+    return [
+        told(outcome, rows)
+        for outcome in [evaluated(engine, obj, context, timeout) for obj, context in chunk]
+    ]
+
+
+def evaluated(
+    engine: Evaluator, obj: Mapping[str, Any], context: Context | None, timeout: float
+) -> Evaluation | Unevaluated:
+    """The object's evaluation, or why there is none."""
     try:
-        evaluation = engine.evaluate(obj, context, time.monotonic() + timeout)
+        return engine.evaluate(obj, context, time.monotonic() + timeout)
     except DeadlineExceeded as exc:
         return Unevaluated(f"not evaluated: {exc}")
     except Exception as exc:
         return Unevaluated(
             f"internal error evaluating {ObjectRef.of(obj).display()}: {exc}", True, traceback.format_exc()
         )
-    return verdict_of(evaluation, rows)
+
+
+def told(outcome: Evaluation | Unevaluated, rows: Rows) -> Verdict | Unevaluated:
+    return outcome if isinstance(outcome, Unevaluated) else verdict_of(outcome, rows)
 
 
 def verdict_of(evaluation: Evaluation, rows: Rows) -> Verdict:

@@ -23,7 +23,7 @@ from typing import Any
 
 from kubegap import forked
 from kubegap.audit.spool import FINDINGS, Keep, Rows, TextFile
-from kubegap.audit.verdict import Unevaluated, Verdict, judge
+from kubegap.audit.verdict import Unevaluated, Verdict, judge_all
 from kubegap.blobs import Blobs
 from kubegap.evaluate import Context, Evaluator
 
@@ -186,6 +186,6 @@ def _serve(
         if data is None:
             return
         chunk: Chunk = pickle.loads(data)
-        outcomes = [judge(engine, obj, context, timeout, rows) for obj, context in chunk]
+        outcomes = judge_all(engine, chunk, timeout, rows)
         rows.flush()  # the texts the outcomes tell of are written before the audit reads of them
         results.send_bytes(blobs.dumps(outcomes))
