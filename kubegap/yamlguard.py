@@ -332,9 +332,9 @@ def position_in(root: Node | None, path: Sequence[str | int]) -> tuple[int, int]
 
 # The graphs of the last documents loaded: a finding is located soon after its document is read, so
 # positions cost a walk, not a second parse. Bounded by count and by the length of their texts (a graph
-# takes about 20 times its text), so that a long stream keeps memory flat; the latest graph is kept
-# whatever its size. Kept few: lint's fix reports load many texts of their own, and with four times as
-# many graphs alive the text report took 5-8% more CPU. (Lint holds its batches' graphs itself.)
+# takes about 25 times its text, measured), so that a long stream keeps memory flat; the latest graph is
+# kept whatever its size. Kept few: lint's fix reports load many texts of their own, and with four times
+# as many graphs alive the text report took about 5% more CPU. (Lint holds its batches' graphs itself.)
 _NODES: OrderedDict[str, Node | None] = OrderedDict()
 _NODES_KEPT = 16
 _NODES_TEXT_KEPT = 4 * 1024 * 1024
