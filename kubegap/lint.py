@@ -155,7 +155,7 @@ def lint_documents(
 
 # Documents per batch (`_batches`): most of the gain is had by 64 (measured with 8 to 125).
 BATCH_DOCUMENTS = 64
-BATCH_TEXT = 4 * 1024 * 1024
+BATCH_TEXT = 1024 * 1024  # of text: about 25 MiB of graphs
 
 
 def _batches(
@@ -164,9 +164,9 @@ def _batches(
     """The documents, each with its graph, in batches that each step takes whole: reading them,
     evaluating them, locating their findings. One document taken through every step in turn ran each
     step's code and data out of the core's caches, and the next step's back in: batched, lint of the
-    2,000 corpus takes about a tenth less CPU (docs/speed.md). The batch holds its documents' graphs, which the
-    reader has just made (kubegap.yamlguard keeps only the last few), and is bounded so that memory stays
-    flat: a graph takes about 25 times its text."""
+    2,000 corpus takes about a tenth less CPU (docs/speed.md). The batch holds its documents' graphs,
+    which the reader has just made (kubegap.yamlguard keeps only the last few), and is bounded so that
+    memory stays flat."""
     batch: list[tuple[manifests.Document, Node | None]] = []
     text, size = "", 0
     for doc in documents:
