@@ -33,7 +33,7 @@ from kubegap.audit.retry import Api
 from kubegap.audit.scope import AuditScope
 from kubegap.audit.spool import FINDINGS, Keep, Rows, Spool
 from kubegap.audit.transport import ApiFailure, TransportError
-from kubegap.audit.verdict import Offender, Unevaluated, Verdict, judge, verdict_of
+from kubegap.audit.verdict import Offender, Unevaluated, Verdict, judge_all, verdict_of
 from kubegap.audit.workers import Outcome, Workers
 from kubegap.evaluate import Engine, Evaluation, Evaluator
 from kubegap.findings import ObjectRef, Summary
@@ -190,11 +190,25 @@ class Auditor:
             self._flight.send(entry, list(work))
             return
         self._drain()  # workers that could not be replaced: what they held is recorded first
-        for admitted in work:  # one by one, as each comes: Ctrl-C leaves no object seen and unjudged
-            self._settle(entry, admitted, self._judge(admitted))
+        # A step at a time over the page, as a worker judges its chunk: every evaluation, then every
+        # verdict (verdict.judge_all), then each recorded.
+        admitted, settled = list(work), 0
+        try:
+            for each, outcome in zip(admitted, self._judge_all(admitted), strict=True):
+                self._settle(entry, each, outcome)
+                settled += 1
+        except KeyboardInterrupt:  # what was listed and not recorded is not evaluated, never a pass
+            if left := len(admitted) - settled:
+                entry.not_evaluated += left
+                entry.gaps.append(Gap(None, f"interrupted before {left} listed object(s) were evaluated"))
+            raise
 
     def _judge(self, admitted: Admitted) -> Outcome:
-        return judge(self.engine, admitted.obj, admitted.context, self.evaluation_timeout, self._rows)
+        return self._judge_all([admitted])[0]
+
+    def _judge_all(self, admitted: list[Admitted]) -> list[Outcome]:
+        chunk = [(a.obj, a.context) for a in admitted]
+        return judge_all(self.engine, chunk, self.evaluation_timeout, self._rows)
 
     def _admit(self, entry: KindCoverage, obj: dict[str, Any]) -> Admitted | None:
         """Count the object and say whether to evaluate it (with its ConfigMaps resolved, here)."""

@@ -55,19 +55,12 @@ class Unevaluated:
     trace: str = ""  # the internal error's traceback, logged by the audit process
 
 
-def judge(
-    engine: Evaluator, obj: Mapping[str, Any], context: Context | None, timeout: float, rows: Rows
-) -> Verdict | Unevaluated:
-    """Evaluate one object; a bug must not hide the rest of the cluster, so it is an outcome, not a raise."""
-    return told(evaluated(engine, obj, context, timeout), rows)
-
-
 def judge_all(
     engine: Evaluator, chunk: Sequence[tuple[Mapping[str, Any], Context | None]], timeout: float, rows: Rows
 ) -> list[Verdict | Unevaluated]:
-    """`judge` over many objects, a step at a time: every evaluation, then every verdict. One object taken
-    through both steps in turn ran each step's code and data out of the core's caches (kubegap.lint's
-    batches)."""
+    """Evaluate the objects and make their verdicts, a step at a time: every evaluation, then every
+    verdict. One object taken through both steps in turn ran each step's code and data out of the core's
+    caches (kubegap.lint's batches)."""
     return [
         told(outcome, rows)
         for outcome in [evaluated(engine, obj, context, timeout) for obj, context in chunk]
@@ -77,7 +70,8 @@ def judge_all(
 def evaluated(
     engine: Evaluator, obj: Mapping[str, Any], context: Context | None, timeout: float
 ) -> Evaluation | Unevaluated:
-    """The object's evaluation, or why there is none."""
+    """The object's evaluation, or why there is none: a bug must not hide the rest of the cluster, so it is
+    an outcome, not a raise."""
     try:
         return engine.evaluate(obj, context, time.monotonic() + timeout)
     except DeadlineExceeded as exc:
@@ -89,6 +83,7 @@ def evaluated(
 
 
 def told(outcome: Evaluation | Unevaluated, rows: Rows) -> Verdict | Unevaluated:
+    """The verdict of an evaluation; an object without one stays unevaluated."""
     return outcome if isinstance(outcome, Unevaluated) else verdict_of(outcome, rows)
 
 

@@ -287,3 +287,36 @@ def test_jobs_must_be_a_positive_number_or_auto(
     code, out, err = run(capsys, "--kubeconfig", str(kubeconfig), "--jobs", jobs)
     assert (code, out) == (2, "")
     assert f"--jobs takes a positive number or auto, not {jobs!r}" in err
+
+
+class _CtrlCAt:
+    """The engine, with Ctrl-C pressed during its `at`-th evaluation."""
+
+    def __init__(self, engine: Engine, at: int) -> None:
+        self.engine, self.at, self.calls = engine, at, 0
+
+    def evaluate(
+        self, obj: Mapping[str, Any], context: Context | None = None, deadline: float | None = None
+    ) -> Evaluation:
+        self.calls += 1
+        if self.calls == self.at:
+            raise KeyboardInterrupt
+        return self.engine.evaluate(obj, context, deadline)
+
+
+def test_ctrl_c_in_one_process_counts_the_page_it_was_judging_as_not_evaluated(
+    apiserver: ApiServer, kubeconfig: Path, engine: Engine
+) -> None:
+    """In one process the audit judges a page a step at a time, as a worker judges its chunk: Ctrl-C while
+    the page is evaluated leaves every object listed and not recorded counted as not evaluated."""
+    apiserver.load([pytorchjob(f"job-{i}", namespace="ml") for i in range(6)])
+    api = Api(connect(str(kubeconfig), None), sleep=lambda _: None)
+    result = Auditor(api, _CtrlCAt(engine, 3), AuditScope(page_size=4), None, jobs=1).run()
+    jobs = _kind(result, "PyTorchJob")
+    assert result.coverage.interrupted and not result.coverage.complete
+    assert (jobs.seen, jobs.evaluated, jobs.not_evaluated) == (4, 0, 4)
+    assert [g.reason for g in jobs.gaps] == [
+        "interrupted before 4 listed object(s) were evaluated",
+        "interrupted while listing",
+    ]
+    result.spool.close()

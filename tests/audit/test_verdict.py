@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubegap.audit.spool import Keep, Rows
-from kubegap.audit.verdict import Unevaluated, judge, judge_all
+from kubegap.audit.verdict import Unevaluated, judge_all
 from kubegap.config import Settings
 from kubegap.evaluate import Context, DeadlineExceeded, Engine, Evaluation, build_engine
 from tests.test_evaluate import pytorchjob
@@ -40,7 +40,7 @@ def test_a_chunk_judged_step_by_step_gives_each_objects_verdict() -> None:
         chunk.append((obj, None))
     keep = Keep(findings=True, json=True)
     together = judge_all(engine, chunk, 10.0, Rows(keep))
-    alone = [judge(engine, obj, context, 10.0, Rows(keep)) for obj, context in chunk]
+    alone = [judge_all(engine, [each], 10.0, Rows(keep))[0] for each in chunk]
     assert together == alone
     assert [type(v).__name__ for v in together] == [
         "Verdict",
