@@ -23,11 +23,15 @@ from kubegap.reports.report import Report
 # built by the records' `to_json`, never a cycle: not checking for one is 8% of each finding's text.
 _dump = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
 
-# A priced finding's text around its object, by the id of its impact: the copies of a finding the audit
-# tells of other objects (kubegap.memo) share every field but the object, and writing it anew was most of
-# an audit worker's time once those copies were remembered (0.62 s for 19,000 findings of 6,000 objects,
-# 0.41 s of it the impacts). The entry holds the impact, so its id is not reused while it is kept.
-_COPIES: dict[int, tuple[tuple[Any, ...], tuple[Any, ...], str, str]] = {}
+# A priced finding's text by the id of its impact: the copies of a finding the audit tells of other
+# objects (kubegap.memo) share every field but the object, and writing it anew was most of an audit
+# worker's time once those copies were remembered (0.62 s for 19,000 findings of 6,000 objects, 0.41 s of
+# it the impacts). The entry holds the first finding written with the impact, so the id is not reused
+# while it is kept, and its text; the text around its object, with the fields beside it, is cut out when a
+# copy first asks (`_Around`): lint's findings each have an impact of their own, and cutting every text
+# up front was an eighth of a finding's text.
+_Around = tuple[tuple[Any, ...], tuple[Any, ...], str, str]  # fields before and after, text before and after
+_COPIES: dict[int, tuple[Finding, str, _Around | None]] = {}
 _COPIES_KEPT = 1024
 _NAMES, _VALUES = fields_of(Finding)
 _AT = _NAMES.index("object")
@@ -43,20 +47,30 @@ _NO_INPUTS = ', "inputs": null'
 
 def finding_text(finding: Finding) -> str:
     """One finding's JSON, as the report lists it."""
-    if finding.impact is None:
+    impact = finding.impact
+    if impact is None:
         return _dump(finding.to_json())
-    values = _VALUES(finding)
-    head, tail = values[:_AT], values[_AT + 1 :]
-    found = _COPIES.get(id(finding.impact))
-    if found is not None and found[0] == head and found[1] == tail:  # all but the object: same text
-        return found[2] + _object_text(finding.object) + found[3]
-    text = _priced_text(finding, finding.impact)
-    start = text.index(_OBJECT_KEY) + len(_OBJECT_KEY)
-    end = start + len(_object_text(finding.object))
+    found = _COPIES.get(id(impact))
+    if found is not None:
+        first, text, around = found
+        if around is None:
+            around = _around(first, text)
+            _COPIES[id(impact)] = (first, text, around)
+        values = _VALUES(finding)
+        if around[0] == values[:_AT] and around[1] == values[_AT + 1 :]:  # all but the object: same text
+            return around[2] + _object_text(finding.object) + around[3]
+    text = _priced_text(finding, impact)
     if len(_COPIES) >= _COPIES_KEPT:
         _COPIES.clear()
-    _COPIES[id(finding.impact)] = (head, tail, text[:start], text[end:])
+    _COPIES[id(impact)] = (finding, text, None)
     return text
+
+
+def _around(finding: Finding, text: str) -> _Around:
+    values = _VALUES(finding)
+    start = text.index(_OBJECT_KEY) + len(_OBJECT_KEY)
+    end = start + len(_object_text(finding.object))
+    return values[:_AT], values[_AT + 1 :], text[:start], text[end:]
 
 
 def _priced_text(finding: Finding, impact: Impact) -> str:
