@@ -150,7 +150,7 @@ def lint_documents(
         judged = [(doc, root, _evaluate(doc, engine, context)) for doc, root in batch]
         for doc, root, evaluation in judged:
             _report(report, doc, root, evaluation, keep_passes)
-        del batch, judged, doc, root, evaluation  # freed before the next batch is read, which reuses them
+        del batch, judged  # freed before the next batch is read, which reuses their memory
     return report
 
 
