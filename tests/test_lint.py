@@ -73,8 +73,10 @@ def test_a_long_stream_is_located_without_parsing_a_document_twice(
     for finding in report.findings:
         assert finding.path is not None and finding.document is not None
         doc = documents[finding.document]
-        yamlguard._NODES.clear()  # a fresh parse of the document alone
-        assert (finding.line, finding.column) == manifests.locate(doc, fieldpath.parse(finding.path))
+        loader = yamlguard.FAST_LOADER(doc.text)  # a fresh parse of the document alone
+        fresh = loader.get_single_node()
+        loader.dispose()
+        assert (finding.line, finding.column) == manifests.locate(doc, fieldpath.parse(finding.path), fresh)
 
 
 def test_batches_are_bounded_by_documents_and_by_text(monkeypatch: pytest.MonkeyPatch) -> None:
