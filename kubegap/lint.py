@@ -154,7 +154,7 @@ def lint_documents(
     return report
 
 
-# Documents per batch (`_batches`): most of the gain is had by 64 (measured with 8 to 125).
+# Documents per batch (`_batches`): 32 to 128 did alike, 8 and 256 worse (docs/speed.md).
 BATCH_DOCUMENTS = 64
 BATCH_TEXT = 1024 * 1024  # of text: about 25 MiB of graphs
 
