@@ -112,6 +112,33 @@ def test_configmap_in_another_file_resolves_too(engine: Engine, tmp_path: Path) 
     assert ("nccl-timeout", "async-error-handling") in where(report.findings)
 
 
+def test_stdin_is_linted_as_it_is_read_and_its_configmaps_resolve_wherever_they_sit(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stdin is read once and linted a batch at a time, as a file is: each document of a long stream is
+    parsed once (all read first, the earlier ones were parsed again to locate their findings). A stream
+    that mentions a ConfigMap is read for it first, so one after the workload, or in a file after stdin,
+    still resolves its env."""
+    configmap, workload = TRAIN.read_text().split("---\n", 1)
+    copies = lint.BATCH_DOCUMENTS + 7
+    stream = "---\n".join(workload.replace("name: llm", f"name: llm-{i}") for i in range(copies))
+    parsed: list[str] = []
+
+    class Counting(yamlguard.FAST_LOADER):  # type: ignore[misc,name-defined]
+        def __init__(self, text: str) -> None:
+            parsed.append(text)
+            super().__init__(text)
+
+    monkeypatch.setattr(yamlguard, "FAST_LOADER", Counting)
+    report = lint.lint(["-"], engine, io.BytesIO(stream.encode()))
+    monkeypatch.undo()
+    assert len(parsed) == copies and len({f.document for f in report.findings}) == copies
+    after = lint.lint(["-"], engine, io.BytesIO(f"{workload}---\n{configmap}".encode()))
+    assert ("nccl-timeout", "async-error-handling") in where(after.findings)
+    before = lint.lint(["-"], engine, io.BytesIO(TRAIN.read_bytes()))
+    assert where(after.findings).keys() == where(before.findings).keys()  # the same rules fail, either way
+
+
 def test_summary_counts(engine: Engine) -> None:
     report = lint.lint([str(TRAIN)], engine)
     summary = report.summary.to_json()
