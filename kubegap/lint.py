@@ -283,8 +283,8 @@ def lint(
 
 def _configmaps(expanded: Sequence[tuple[str, str | None]], stdin: bytes | None) -> ConfigMaps:
     """The ConfigMaps of the inputs in their order, from the few that mention one, before any is linted:
-    one may sit in any file. Stdin that mentions one is so read twice, and memory stays flat however long
-    it is (read whole before its first object was linted, 20,000 documents took 913 MB)."""
+    one may sit in any file. Stdin that mentions one is so read twice, and is then linted as it is read,
+    as a file is, instead of every document of it held until the last was read."""
     reader = manifests.Reader()
 
     def mentioning() -> Iterator[manifests.Document]:
