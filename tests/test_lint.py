@@ -47,6 +47,19 @@ def test_positions_point_at_the_offending_field(engine: Engine) -> None:
         assert text.strip(), finding  # the position is on the field, not past the end of the line
 
 
+def _parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Each text kubegap.yamlguard parses from here on (until `monkeypatch.undo()`), in turn."""
+    parsed: list[str] = []
+
+    class Counting(yamlguard.FAST_LOADER):  # type: ignore[misc,name-defined]
+        def __init__(self, text: str) -> None:
+            parsed.append(text)
+            super().__init__(text)
+
+    monkeypatch.setattr(yamlguard, "FAST_LOADER", Counting)
+    return parsed
+
+
 def test_a_long_stream_is_located_without_parsing_a_document_twice(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -56,14 +69,7 @@ def test_a_long_stream_is_located_without_parsing_a_document_twice(
     one = TRAIN.read_text()  # a ConfigMap and a PyTorchJob
     copies = lint.BATCH_DOCUMENTS + 7  # two batches and a bit of a third
     stream = "---\n".join(f"# copy {i}\n" + one.replace("name: llm", f"name: llm-{i}") for i in range(copies))
-    parsed: list[str] = []
-
-    class Counting(yamlguard.FAST_LOADER):  # type: ignore[misc,name-defined]
-        def __init__(self, text: str) -> None:
-            parsed.append(text)
-            super().__init__(text)
-
-    monkeypatch.setattr(yamlguard, "FAST_LOADER", Counting)
+    parsed = _parses(monkeypatch)
     read = manifests.Reader().read_bytes(stream.encode(), "long.yaml")
     report = lint.lint_documents(read, engine, known={})  # as lint has them: no need to read all first
     monkeypatch.undo()
@@ -122,14 +128,7 @@ def test_stdin_is_linted_as_it_is_read_and_its_configmaps_resolve_wherever_they_
     configmap, workload = TRAIN.read_text().split("---\n", 1)
     copies = lint.BATCH_DOCUMENTS + 7
     stream = "---\n".join(workload.replace("name: llm", f"name: llm-{i}") for i in range(copies))
-    parsed: list[str] = []
-
-    class Counting(yamlguard.FAST_LOADER):  # type: ignore[misc,name-defined]
-        def __init__(self, text: str) -> None:
-            parsed.append(text)
-            super().__init__(text)
-
-    monkeypatch.setattr(yamlguard, "FAST_LOADER", Counting)
+    parsed = _parses(monkeypatch)
     report = lint.lint(["-"], engine, io.BytesIO(stream.encode()))
     monkeypatch.undo()
     assert len(parsed) == copies and len({f.document for f in report.findings}) == copies
