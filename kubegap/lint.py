@@ -311,7 +311,7 @@ def _lint_files(
     engine: Engine,
     stdin: IO[bytes] | None,
     output: Output,
-    known: ConfigMaps | None,
+    known: ConfigMaps,
 ) -> LintReport:
     reader = manifests.Reader()
     if output.fixable or output.suggest:
@@ -336,18 +336,14 @@ def _lint_with_fixes(
     reader: manifests.Reader,
     stdin: IO[bytes] | None,
     output: Output,
-    known: ConfigMaps | None,
+    known: ConfigMaps,
 ) -> LintReport:
     """`lint_documents` file by file, with what `kubegap fix` would do in each (`fixable`, `suggested`)
     from the documents just read and the findings just made. Stdin is linted, not fixed."""
     from kubegap.fix.checked import Scope
     from kubegap.fix.reports import of_file
 
-    each: Iterable[tuple[str, str | None, list[manifests.Document]]]
     each = ((name, path, list(reader.read_files([(name, path)], stdin))) for name, path in files)
-    if known is None:  # stdin is among the files: all are read first, for their ConfigMaps
-        each = list(each)
-        known = configmaps_of(doc for _, _, documents in each for doc in documents)
     scope = Scope(engine, known, lambda finding: True)
     report = LintReport(fixable=(0, 0) if output.fixable else None, suggested=[] if output.suggest else None)
     for name, path, documents in each:
