@@ -8,20 +8,20 @@ held in memory; the bytes are those of one `json.dumps` call.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from itertools import islice
 from typing import Any
 
+from kubegap import jsontext
 from kubegap.findings import Finding, Impact, ObjectRef, WorkloadCost
 from kubegap.impact import Inputs
 from kubegap.records import fields_of
 from kubegap.reports.report import Report
 
 # No indent: the C encoder only runs without one, and this output is for machines (pipe to `jq`). One
-# encoder for every finding: `json.dumps` with an option builds a new one per call. What it encodes is
-# built by the records' `to_json`, never a cycle: not checking for one is 8% of each finding's text.
-_dump = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
+# encoder for every finding, built once (kubegap.jsontext). What it encodes is built by the records'
+# `to_json`, never a cycle: not checking for one is 8% of each finding's text.
+_dump = jsontext.encoder(ensure_ascii=False)
 
 # A priced finding's text by the id of its impact: the copies of a finding the audit tells of other
 # objects (kubegap.memo) share every field but the object, and writing it anew was most of an audit

@@ -19,7 +19,6 @@ others back that long at most.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import threading
 import time
@@ -29,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs
 
-from kubegap import __version__, policy, policyset
+from kubegap import __version__, jsontext, policy, policyset
 from kubegap.config import Settings
 from kubegap.kinds import SUPPORTED_KINDS
 from kubegap.webhook.actions import check_policy_ids, parse_config
@@ -49,6 +48,7 @@ _JSON = "application/json"
 # How long a review is judged alone before those waiting behind it are judged beside it: a typical review
 # takes 1 to 5 ms, so only a slow one reaches this.
 ALONE_SECONDS = 0.05
+_review_text = jsontext.encoder(separators=(",", ":"))  # built once: json.dumps builds one per call
 _TEXT = "text/plain; charset=utf-8"
 _READ = ("GET", "HEAD")
 _ROUTES = {"/validate": ("POST",), "/healthz": _READ, "/readyz": _READ, "/metrics": _READ}
@@ -162,7 +162,7 @@ class WebhookApp:
     def _answer(self, body: bytes, timeout: str | None, started: float) -> bytes:
         """In an evaluation thread: decoding a large review takes as long as judging it."""
         outcome = self.reviewer.review(decode(body), timeout, started)
-        return json.dumps(outcome.review, separators=(",", ":")).encode()
+        return _review_text(outcome.review).encode()
 
     def _refuse(self, status: int, reason: str, message: str) -> Reply:
         self.state.metrics.inc(BAD_REQUESTS, (reason,))

@@ -10,9 +10,9 @@ many findings it left out. The full findings go in an audit annotation, for the 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 
+from kubegap import jsontext
 from kubegap.findings import Finding, ObjectRef
 from kubegap.impact import gpu_hours_text
 
@@ -23,6 +23,7 @@ MAX_WARNINGS_CHARS = 4096  # all warnings of one answer together
 MAX_WARNINGS = 20  # findings listed one by one; then a single summary line
 MAX_ANNOTATION_CHARS = 512
 MAX_DETAILS_CHARS = 4096  # the `findings` audit annotation: whole records only
+_record_text = jsontext.encoder(ensure_ascii=False, separators=(",", ":"))
 _ELLIPSIS = "..."  # ASCII: warnings travel as HTTP `Warning` headers
 
 
@@ -131,11 +132,11 @@ def details(findings: Sequence[Finding]) -> str:
     kept: list[str] = []
     used = 2  # the brackets
     for index, finding in enumerate(findings):
-        record = json.dumps(_record(finding), separators=(",", ":"), ensure_ascii=False)
+        record = _record_text(_record(finding))
         rest = len(findings) - index - 1
         room = len(f',{{"more":{rest}}}') if rest else 0
         if used + len(record) + 1 + room > MAX_DETAILS_CHARS:
-            more = json.dumps({"more": len(findings) - index}, separators=(",", ":"))
+            more = _record_text({"more": len(findings) - index})
             return "[" + ",".join([*kept, more]) + "]"
         kept.append(record)
         used += len(record) + 1

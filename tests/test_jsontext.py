@@ -1,0 +1,39 @@
+"""kubegap.jsontext: the encoder built once gives the text `json.dumps` gives, with the same options."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from kubegap import jsontext
+
+VALUES: list[Any] = [
+    {"policy": "nccl-timeout", "line": 30, "column": None, "roles": ["worker", "launcher"], "ok": True},
+    {"saved": 530.0, "hours": 0.166667, "tiny": 1e-05, "big": 2**80, "negative": -3, "off": False},
+    {"message": "fixing saves ≈ 1.2k GPU-h/month", "quote": 'a "quoted" \\ path\n\ttab', "emoji": "🚀"},
+    {"lone": "\ud800 surrogate", "control": "\x00\x1f", "nested": {"a": [{"b": [[], {}]}]}},
+    {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")},
+    ["top", "level", 1, 2.5, None],
+    "a top-level string ≈",
+    7,
+    None,
+]
+
+
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+@pytest.mark.parametrize("separators", [(", ", ": "), (",", ":")])
+@pytest.mark.parametrize("value", VALUES, ids=range(len(VALUES)))
+def test_the_same_text_as_json_dumps(value: Any, ensure_ascii: bool, separators: tuple[str, str]) -> None:
+    text = jsontext.encoder(ensure_ascii=ensure_ascii, separators=separators)
+    expected = json.dumps(value, ensure_ascii=ensure_ascii, separators=separators)
+    assert text(value) == expected
+    assert text(value) == expected  # built once, used again
+
+
+def test_what_json_cannot_encode_is_refused_as_json_dumps_refuses_it() -> None:
+    text = jsontext.encoder()
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        text({"when": object()})
+    assert text({"after": "an error"}) == '{"after": "an error"}'
