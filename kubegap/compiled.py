@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubegap import celcost, fastahead, fastcel
+from kubegap import celcost, celparse, fastahead, fastcel
 from kubegap.cel import Backend, CelError, Deferred, Program
 from kubegap.config import Settings
 from kubegap.errors import PolicyError, UsageError
@@ -79,6 +79,8 @@ class CompiledPolicy:
     variable_users: frozenset[int] = frozenset()
     remediation: str = ""  # the policy's fix text, parameters filled in
     batches: Mapping[str, Batch] = field(default_factory=dict)  # scope -> its validations in one program
+    # workload facts the policy's appliesTo requires, each a term of its top-level `&&` (`gates`)
+    gates: tuple[str, ...] = ()
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -219,9 +221,32 @@ def compile_policies(
                 variable_users=_variable_users(validations),
                 remediation=fill(policy.remediation, policy, params),
                 batches=batches,
+                gates=gates(policy.applies_to),
             )
         )
     return out
+
+
+def gates(applies_to: str | None) -> tuple[str, ...]:
+    """The names of the `facts.<name>` terms of the appliesTo's top-level `&&`. Where one of those facts is
+    `false`, CEL's `&&` is `false` whatever its other terms give, errors included (the CEL language
+    definition, "Logical operators"): the policy does not apply, and nothing of it need run
+    (kubegap.judge). Most bundled policies start `facts.training &&`, so a Deployment or a single-GPU
+    job skips most of them."""
+    if applies_to is None:
+        return ()
+    try:
+        tree = celparse.parse(applies_to)
+    except (celparse.Unsupported, RecursionError):  # CEL the fast path's parser does not know: no gate
+        return ()
+    terms, found = [tree], []
+    while terms:
+        term = terms.pop()
+        if term[0] == "and":
+            terms += [term[2], term[1]]
+        elif term[0] == "sel" and term[1] == ("id", "facts"):
+            found.append(term[2])
+    return tuple(found)
 
 
 def _batches(

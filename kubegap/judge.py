@@ -19,6 +19,10 @@ from kubegap.findings import Check, Finding, Severity, error, fail, skip
 def results(run: Run, policy: CompiledPolicy, out: list[Finding]) -> None:
     """Append the policy's results on every unit it applies to, then its engine rules where it applied
     (appended, not yielded: a compiled generator costs more than the list it fills, measured)."""
+    facts = run.facts.facts
+    for name in policy.gates:  # a fact its appliesTo requires is false: it does not apply (compiled.gates)
+        if facts.get(name) is False:
+            return
     # id(unit) -> (its state, its outcomes where the scope's program answered and no exemption names the
     # policy: the common case, asked once per unit rather than once per validation; else None)
     states: dict[int, tuple[UnitState, Mapping[str, tuple[Any, ...]] | None]] = {}
