@@ -106,12 +106,11 @@ class Impact:
         """`now`: the inputs' JSON, where the caller has it (findings of one object share their inputs)."""
         if now is None:
             now = self.now.to_json()
-        fixed = self.fixed.to_json() if self.fixed else {}
         return {
             "savedGpuHoursPerMonth": round(self.saved, 1) if self.saved is not None else None,
             "reason": self.reason,
             "inputs": now,
-            "fixed": {k: v for k, v in fixed.items() if now.get(k) != v},
+            "fixed": self.fixed.changed_json(self.now) if self.fixed else {},
         }
 
     def text(self) -> str:

@@ -156,6 +156,41 @@ class Inputs:
             "restartsFromScratch": self.from_scratch,
         }
 
+    def changed_json(self, before: Inputs) -> dict[str, Any]:
+        """The entries of `to_json` whose value is not `before`'s, in its order: what a fix changes. Every
+        priced finding lists it, and writing all of `to_json` to compare it was a tenth of its text."""
+        out: dict[str, Any] = {}
+        if self.gpus != before.gpus:
+            out["gpus"] = self.gpus
+        if (failures := round(self.failures, 4)) != round(before.failures, 4):
+            out["failuresPerMonth"] = failures
+        for key, term, was in (
+            ("detection", self.detection, before.detection),
+            ("restart", self.restart, before.restart),
+            ("checkpointInterval", self.interval, before.interval),
+            ("runtime", self.runtime, before.runtime),
+            ("checkpointSave", self.save, before.save),
+        ):
+            if _term_changed(term, was):
+                out[key] = term.to_json() if term else None
+        if self.tax != before.tax:
+            out["throughputTax"] = self.tax
+        if self.from_scratch != before.from_scratch:
+            out["restartsFromScratch"] = self.from_scratch
+        return out
+
+
+def _term_changed(term: Term | None, before: Term | None) -> bool:
+    """Whether the term's JSON is not `before`'s: equal hours and source write the same, and hours that
+    differ may still round alike."""
+    if term is before:
+        return False
+    if term is None or before is None:
+        return True
+    if term.hours == before.hours and term.source == before.source:
+        return False
+    return term.to_json() != before.to_json()
+
 
 def lost_gpu_hours(inputs: Inputs) -> float:
     """G: expected GPU-hours lost a month."""

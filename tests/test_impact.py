@@ -250,3 +250,31 @@ def test_advice_is_priced_but_stays_info(engine: Engine) -> None:
     # 512 GPUs, a 20 s save every 200 s: 10% of the month, the upper bound of what async saves recover
     assert severity is Severity.INFO
     assert saved == pytest.approx(512 * 720 * 0.1)
+
+
+def _json_diff(fixed: Inputs, now: Inputs) -> dict[str, object]:
+    """What a fix changes, as the report defined it: the entries of the fixed inputs' JSON that differ."""
+    before = now.to_json()
+    return {k: v for k, v in fixed.to_json().items() if before.get(k) != v}
+
+
+def test_what_a_fix_changes_is_every_entry_whose_json_differs() -> None:
+    now = _il0421(300)
+    fixes = [
+        now,  # nothing changes
+        replace(now, interval=Term(now.interval.hours, now.interval.source)),  # equal, not the same
+        replace(now, interval=Term(0.5, "the fix")),
+        replace(now, interval=None, from_scratch=True),
+        replace(now, interval=Term(5 + 1e-13, "interval")),  # hours that round to the same JSON
+        replace(now, interval=Term(5, "another source")),
+        replace(now, detection=Term(1 / 6, "timeout"), restart=Term(0.25, "restart")),
+        replace(now, gpus=8, failures_per_gpu_hour=now.failures_per_gpu_hour * (1 + 1e-9)),
+        replace(now, runtime=Term(72, "a run"), save=Term(0.01, "save"), tax=0.05),
+    ]
+    for fixed in fixes:
+        assert fixed.changed_json(now) == _json_diff(fixed, now)
+        assert list(fixed.changed_json(now)) == list(_json_diff(fixed, now))  # in the report's order
+    scratch = replace(now, interval=None)
+    assert scratch.changed_json(now) == {"checkpointInterval": None}
+    assert now.changed_json(scratch) == {"checkpointInterval": now.interval.to_json()}
+    assert replace(now, interval=Term(5 + 1e-13, "interval")).changed_json(now) == {}
