@@ -20,6 +20,8 @@ from kubegap.findings import Finding
 
 @dataclass(frozen=True, slots=True)
 class ChartDirs:
+    """The chart folders given with `--chart-dir`, by the name in their Chart.yaml."""
+
     folders: tuple[tuple[str, str], ...] = ()  # (chart name from Chart.yaml, folder)
 
     def rename(self, name: str) -> str:

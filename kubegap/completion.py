@@ -15,6 +15,8 @@ SHELLS = ("bash", "zsh", "fish")
 
 @dataclass(frozen=True, slots=True)
 class Option:
+    """One option of a command, as completion offers it: its flags and the values it takes."""
+
     flags: tuple[str, ...]
     choices: tuple[str, ...]  # empty: free value or no value
     takes_value: bool

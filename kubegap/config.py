@@ -20,6 +20,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class Settings:
+    """What a run uses: the policies, their parameters and selection, the CEL runtime, the cost model."""
+
     policy_dirs: tuple[str, ...] = ()
     knob_files: tuple[str, ...] = ()
     select: tuple[str, ...] = ()  # only these policy ids; empty means all

@@ -49,6 +49,8 @@ EVALUATION_TIMEOUT = 10.0
 
 @dataclass(slots=True)
 class LintReport:
+    """What a lint found, gathered run by run."""
+
     findings: list[Finding] = field(default_factory=list)  # fail, error and skip results, located
     passes: list[Finding] = field(default_factory=list)  # for formats that count passes (JUnit, SARIF)
     summary: Summary = field(default_factory=Summary)

@@ -69,6 +69,8 @@ _HELM_HINT = "render the chart first, e.g. `helm template RELEASE CHART | kubega
 
 @dataclass(frozen=True, slots=True)
 class ManifestError:
+    """Why a document is no object kubegap can read, and where (an `invalid-manifest` finding)."""
+
     rule: str  # yaml-syntax, duplicate-key, alias-limit, too-deep, number-range, too-large,
     # unrendered-template, binary, not-an-object, unreadable
     message: str
@@ -78,6 +80,8 @@ class ManifestError:
 
 @dataclass(frozen=True, slots=True)
 class Document:
+    """One YAML document of an input: its object, or why there is none, and where it is."""
+
     file: str  # the path as given, "<stdin>", or the name from a `# Source:` line
     index: int  # 0-based among the file's non-empty documents
     line: int  # 1-based line of the file where `text` starts

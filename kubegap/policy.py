@@ -23,6 +23,8 @@ EXEMPTION_PREFIX = "ignore.kubegap.dev/"
 
 @dataclass(frozen=True, slots=True)
 class Param:
+    """A policy parameter: its type, default and description (`--set POLICY.NAME=VALUE`)."""
+
     name: str
     type: str  # duration | int | number | string | list | globs | bool | intMap
     default: Any  # already converted, as CEL sees it
@@ -31,6 +33,8 @@ class Param:
 
 @dataclass(frozen=True, slots=True)
 class Reference:
+    """What a policy cites: an incident, a document, an upstream issue."""
+
     kind: str
     title: str
     id: str | None = None
@@ -45,6 +49,8 @@ class Reference:
 
 @dataclass(frozen=True, slots=True)
 class Variable:
+    """A named CEL value a policy's validations of one scope share, evaluated once per unit."""
+
     name: str
     expression: str
     scope: str
@@ -52,6 +58,8 @@ class Variable:
 
 @dataclass(frozen=True, slots=True)
 class Validation:
+    """One rule of a policy: its verdict, where it applies, its message and fix."""
+
     name: str
     expression: str
     severity: Severity
@@ -69,6 +77,8 @@ class Validation:
 
 @dataclass(frozen=True, slots=True)
 class Policy:
+    """A policy file as loaded and checked against its schema."""
+
     id: str
     title: str
     description: str

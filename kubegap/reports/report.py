@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Report:
+    """What a lint or an audit found, as every format renders it."""
+
     # Fail, error and skip results. Iterable more than once: the audit reads them back from disk each time.
     findings: Iterable[Finding]
     summary: Summary
