@@ -13,7 +13,7 @@ import pickle
 import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 from yaml.nodes import Node
@@ -38,6 +38,7 @@ from kubegap.findings import (
     worst,
 )
 from kubegap.manifests import configmaps_of
+from kubegap.records import changed
 from kubegap.reports.json import finding_text, workload_text
 
 if TYPE_CHECKING:  # kubegap.fix reads lint: imported where a run makes fixes
@@ -226,7 +227,7 @@ def _report(
     report.summary.add(evaluation.results)
     report.findings.extend(locate_finding(doc, f, root) for f in evaluation.findings)
     if evaluation.cost is not None:
-        report.workloads.append(replace(evaluation.cost, file=doc.file, document=doc.index))
+        report.workloads.append(changed(evaluation.cost, file=doc.file, document=doc.index))
     if passes:
         report.passes += [
             f.located(doc.file, doc.index, None, None) for f in evaluation.results if f.result is Result.PASS

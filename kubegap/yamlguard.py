@@ -391,14 +391,17 @@ def _step(node: Node, part: str | int, merges: int = 0) -> tuple[Node | None, No
     if not isinstance(node, MappingNode):
         return None
     wanted = str(part)
-    merged: list[Node] = []
-    for key, value in node.value:
-        if isinstance(key, ScalarNode) and key.tag == _MERGE_TAG:
-            merged.extend(value.value if isinstance(value, SequenceNode) else [value])
-        elif isinstance(key, ScalarNode) and key.value == wanted:
+    pairs: list[tuple[Node, Node]] = node.value
+    # own keys first, one comparison each (a finding's place is looked up key by key, 7 steps a finding)
+    for key, value in pairs:
+        if key.value == wanted and isinstance(key, ScalarNode) and key.tag != _MERGE_TAG:
             return key, value
-    for source in merged if merges < 10 else ():  # keys brought in by `<<: *anchor`, own keys first
-        found = _step(source, part, merges + 1)
-        if found is not None:
-            return found
+    if merges >= 10:
+        return None
+    for key, value in pairs:  # then the keys brought in by `<<: *anchor`
+        if isinstance(key, ScalarNode) and key.tag == _MERGE_TAG:
+            for source in value.value if isinstance(value, SequenceNode) else [value]:
+                found = _step(source, part, merges + 1)
+                if found is not None:
+                    return found
     return None

@@ -189,6 +189,13 @@ def test_position(path: tuple[str | int, ...], expected: tuple[int, int]) -> Non
     assert yamlguard.position(POSITIONED, path) == expected
 
 
+def test_a_position_is_an_own_key_before_a_merged_one() -> None:
+    text = "a:\n  <<: [{n: 1}, {m: 2}]\n  m: 3\nb:\n  <<: [{n: 1}, {m: 2}]\n"
+    assert yamlguard.position(text, ("a", "m")) == (2, 2)  # the own key, written after the merge
+    assert yamlguard.position(text, ("b", "m")) == (4, 16)  # from the second merged mapping
+    assert yamlguard.position(text, ("b", "<<")) == (3, 0)  # a merge key is no key of the mapping
+
+
 def test_position_needs_no_guards_and_fails_softly() -> None:
     assert yamlguard.position("a: &a [*a]\n", ("a", 0, 0, 0)) == (0, 3)
     assert yamlguard.position("# only a comment\n", ("a",)) is None
