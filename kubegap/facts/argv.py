@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -79,8 +79,13 @@ class CommandLine:
         return [(name, value, self.tokens[pos]) for pos, name, value in found]
 
 
+def program(word: str) -> str:
+    """The word's last path component: /usr/bin/sleep is sleep (no list made, as `rsplit` makes one)."""
+    return word[word.rfind("/") + 1 :]
+
+
 def is_shell(word: str) -> bool:
-    return word.rsplit("/", 1)[-1] in _SHELLS
+    return program(word) in _SHELLS
 
 
 def _is_script_flag(word: str) -> bool:
@@ -134,7 +139,9 @@ def _parse(words: tuple[tuple[str, FieldPath], ...]) -> CommandLine:
         if script_next:
             script_words = shell.words(word)
             scripts.append((script_words, path, len(tokens)))
-            tokens.extend(Token(w, path) for w in script_words if w not in _SEPARATORS)
+            for each in script_words:  # a loop: a compiled generator costs more than its few words
+                if each not in _SEPARATORS:
+                    tokens.append(Token(each, path))
             script_next = False
             continue
         tokens.append(Token(word, path))
@@ -147,7 +154,7 @@ def _parse(words: tuple[tuple[str, FieldPath], ...]) -> CommandLine:
     index: dict[str, list[tuple[int, str | None]]] = {}
     for position, flag, value in _flags(tokens):
         index.setdefault(flag, []).append((position, value))
-    launches_mpi = any(t.text.rsplit("/", 1)[-1] in _MPI_LAUNCHERS for t in tokens)
+    launches_mpi = any(program(t.text) in _MPI_LAUNCHERS for t in tokens)
     return CommandLine(
         tuple(tokens),
         tuple(env),
@@ -159,8 +166,9 @@ def _parse(words: tuple[tuple[str, FieldPath], ...]) -> CommandLine:
     )
 
 
-def _sourced(words: list[str]) -> Iterator[str]:
+def _sourced(words: list[str]) -> list[str]:
     """Files a script reads into its own shell (GKE's `source /usr/local/gib/scripts/set_nccl_env.sh`)."""
+    found: list[str] = []
     at_start = True
     for index, word in enumerate(words):
         if word in _SEPARATORS:
@@ -169,12 +177,14 @@ def _sourced(words: list[str]) -> Iterator[str]:
         if at_start and word in (".", "source") and index + 1 < len(words):
             following = words[index + 1]
             if following not in _SEPARATORS:
-                yield following
+                found.append(following)
         at_start = False
+    return found
 
 
-def _script_assignments(words: list[str], path: FieldPath, first: int) -> Iterator[Assignment]:
+def _script_assignments(words: list[str], path: FieldPath, first: int) -> list[Assignment]:
     """Assignments of one script whose first word is token `first`."""
+    found: list[Assignment] = []
     at_start = True
     exporting = False
     position = first - 1
@@ -183,15 +193,16 @@ def _script_assignments(words: list[str], path: FieldPath, first: int) -> Iterat
             at_start, exporting = True, False
             continue
         position += 1
-        match = _ASSIGNMENT.match(word)
+        match = _ASSIGNMENT.match(word) if "=" in word else None  # most words: no expression needed
         if exporting and match:
-            yield Assignment(match.group(1), match.group(2), path, "export", position)
+            found.append(Assignment(match.group(1), match.group(2), path, "export", position))
         elif at_start and word == "export":
             exporting = True
         elif at_start and match:
-            yield Assignment(match.group(1), match.group(2), path, "prefix", position)
+            found.append(Assignment(match.group(1), match.group(2), path, "prefix", position))
         elif not exporting:
             at_start = False
+    return found
 
 
 # mpirun options that take two arguments; every other option takes one unless it is a known switch.
@@ -220,7 +231,8 @@ _MPI_SWITCHES = frozenset(
 )
 
 
-# The three readers below return lists: a compiled generator costs more than the few items it yields.
+# The readers of the words (the three below, `_sourced` and `_script_assignments`) return lists: a compiled
+# generator costs more than the few items it yields (a script's two were a tenth of its reading, measured).
 
 
 def _mpirun_forwards(tokens: Sequence[Token]) -> list[Assignment]:
@@ -228,7 +240,7 @@ def _mpirun_forwards(tokens: Sequence[Token]) -> list[Assignment]:
     found: list[Assignment] = []
     index = 0
     while index < len(tokens):
-        if tokens[index].text.rsplit("/", 1)[-1] not in _MPI_LAUNCHERS:
+        if program(tokens[index].text) not in _MPI_LAUNCHERS:
             index += 1
             continue
         index += 1

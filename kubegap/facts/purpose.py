@@ -55,7 +55,7 @@ _WRAPPERS = frozenset({"exec", "-c", "-lc", "-ec", "-xc", "-ex", "-e", "-x", "se
 
 
 def _words(cmd: argv.CommandLine) -> list[str]:
-    return [t.text.rsplit("/", 1)[-1] for t in cmd.tokens]
+    return [argv.program(t.text) for t in cmd.tokens]
 
 
 _NEUTRAL = frozenset({"sshd"})  # an MPI worker waits for its launcher: its own command says nothing
@@ -74,7 +74,7 @@ def of_container(cmd: argv.CommandLine, recognised: bool) -> str | None:
     if any(w in _BURN_IN for w in words) or ("dcgmi" in words and "diag" in words):
         return DIAGNOSTIC
     core = [t.text for t in cmd.tokens if t.text not in _WRAPPERS and not argv.is_shell(t.text)]
-    program = tuple(core[:1]) and (core[0].rsplit("/", 1)[-1],)  # /usr/bin/sleep is sleep
+    program = tuple(core[:1]) and (argv.program(core[0]),)
     return INTERACTIVE if (*program, *core[1:]) in _KEEPALIVE else TRAINING
 
 

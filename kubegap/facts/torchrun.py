@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubegap import durations, raw
-from kubegap.facts.argv import CommandLine
+from kubegap.facts.argv import CommandLine, program
 from kubegap.fieldpath import FieldPath, render
 
 LAUNCHERS = frozenset({"torchrun", "torch.distributed.run", "torch.distributed.launch"})
@@ -29,7 +29,7 @@ _FLAGS = {
 
 
 def launched(cmd: CommandLine) -> bool:
-    return any(t.text in LAUNCHERS or t.text.rsplit("/", 1)[-1] in LAUNCHERS for t in cmd.tokens)
+    return any(program(t.text) in LAUNCHERS for t in cmd.tokens)
 
 
 def _setting(
