@@ -80,8 +80,9 @@ class CommandLine:
 
 
 def program(word: str) -> str:
-    """The word's last path component: /usr/bin/sleep is sleep (no list made, as `rsplit` makes one)."""
-    return word[word.rfind("/") + 1 :]
+    """The word's last path component: /usr/bin/sleep is sleep. Most words hold no slash: those are
+    answered without a method call, which compiled code looks up by name each time."""
+    return word.rsplit("/", 1)[-1] if "/" in word else word
 
 
 def is_shell(word: str) -> bool:
