@@ -82,12 +82,12 @@ class Run:
     def __init__(
         self,
         backend: Backend,
-        group_of: Mapping[int, Group],  # compiled policy id -> its group
+        group_of: dict[int, Group],  # compiled policy id -> its group (dicts: read directly when compiled)
         obj: Mapping[str, Any],
         ref: ObjectRef,
         facts: ObjectFacts,
         deadline: float | None,
-        scope_programs: Mapping[tuple[int, str], batch.ScopeProgram],
+        scope_programs: dict[tuple[int, str], batch.ScopeProgram],
     ) -> None:
         self.backend, self.group_of, self.obj, self.ref, self.facts = backend, group_of, obj, ref, facts
         self.deadline, self.scope_programs = deadline, scope_programs

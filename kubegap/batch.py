@@ -34,7 +34,7 @@ UNITS = (
 )
 _UNIT = "kubegapUnit"
 # What each scope's units bind beside facts and params (kubegap.facts builds them).
-SCOPE_BINDINGS: Mapping[str, tuple[str, ...]] = {
+SCOPE_BINDINGS: dict[str, tuple[str, ...]] = {
     "workload": (),
     "template": ("template",),
     "container": ("template", "container"),

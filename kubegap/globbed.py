@@ -44,7 +44,7 @@ class Globber:
         self._seen: dict[str, dict[str, bool]] = {name: {} for name in self.patterns}
         self._sets: dict[tuple[Any, ...], dict[str, list[str]]] = {}
 
-    def names(self, scope: str, values: Mapping[str, Any]) -> dict[str, list[str]]:
+    def names(self, scope: str, values: dict[str, Any]) -> dict[str, list[str]]:
         """Parameter -> the names in the unit's name lists (`values`: its CEL variables) that it matches,
         sorted; every parameter a policy with validations at `scope` has is there, `[]` where nothing
         matches."""

@@ -42,7 +42,8 @@ def dig(obj: Any, path: FieldPath) -> Any:
         # ABCMeta) is not made for the plain values, None the commonest (a missing field's parent).
         kind = type(value)
         if kind is dict and type(part) is str:
-            value = value.get(part)
+            found: dict[str, Any] = value  # typed: compiled code then reads it without a method lookup
+            value = found.get(part)
         elif isinstance(part, int) and isinstance(value, list):
             if not 0 <= part < len(value):
                 return None

@@ -32,10 +32,10 @@ class Variable:
 
 @dataclass(slots=True, unsafe_hash=True, init=False)
 class Environment:
-    variables: Mapping[str, Variable]  # the effective entry per name
+    variables: dict[str, Variable]  # the effective entry per name (a dict: compiled code reads it directly)
     unresolved: tuple[str, ...]  # human descriptions of sources whose contents are unknown
 
-    def __init__(self, variables: Mapping[str, Variable], unresolved: tuple[str, ...]) -> None:
+    def __init__(self, variables: dict[str, Variable], unresolved: tuple[str, ...]) -> None:
         self.variables, self.unresolved = variables, unresolved  # written out (kubegap.records)
 
     def value(self, name: str) -> str | None:

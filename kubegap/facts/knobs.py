@@ -71,7 +71,7 @@ class Catalogue:
     frameworks: tuple[Framework, ...]
     knobs: tuple[Knob, ...]
     # setting -> its knobs in catalogue order: every container asks for several settings
-    _by_setting: Mapping[str, tuple[Knob, ...]] = field(init=False, repr=False, compare=False)
+    _by_setting: dict[str, tuple[Knob, ...]] = field(init=False, repr=False, compare=False)
     # The knobs read as values (neither a declaration nor text), by each flag and variable that sets one,
     # and those with overrides: every container looks for them, and most carry few or none.
     _by_name: Mapping[str, tuple[int, ...]] = field(init=False, repr=False, compare=False)

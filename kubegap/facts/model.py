@@ -69,8 +69,9 @@ class UnreadableCount:
 
 @dataclass(slots=True, unsafe_hash=True, init=False)
 class ObjectFacts:
-    facts: Mapping[str, Any]
-    units: Mapping[str, tuple[Unit, ...]]
+    # dicts, not Mappings: compiled code reads a dict directly and looks a Mapping's `get` up by name
+    facts: dict[str, Any]
+    units: dict[str, tuple[Unit, ...]]
     invalid: tuple[InvalidDeclaration, ...]
     unresolved: tuple[str, ...]
     unsized: tuple[UnreadableCount, ...]
@@ -79,8 +80,8 @@ class ObjectFacts:
 
     def __init__(
         self,
-        facts: Mapping[str, Any],
-        units: Mapping[str, tuple[Unit, ...]],
+        facts: dict[str, Any],
+        units: dict[str, tuple[Unit, ...]],
         invalid: tuple[InvalidDeclaration, ...] = (),
         unresolved: tuple[str, ...] = (),
         unsized: tuple[UnreadableCount, ...] = (),

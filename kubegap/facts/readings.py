@@ -90,8 +90,10 @@ def raw_values(
         if found_overrides:
             key, value, token = found_overrides[-1]
             yield f"{key}={value}", value, (*base, *token.path)
-    for name in sorted(knob.env.intersection(env.variables)) if not argv_only else ():
-        var = env.variables[name]
+    variables = env.variables
+    # a knob names one to three variables: each looked up, not the whole environment walked
+    for name in sorted([n for n in knob.env if n in variables]) if not argv_only else ():
+        var = variables[name]
         if var.value is not None:  # an unseen value is listed by the environment
             yield f"{name}={var.value if var.value is not None else '?'} ({var.source})", var.value, var.path
 
