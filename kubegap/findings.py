@@ -65,13 +65,13 @@ class ObjectRef:
 
     @classmethod
     def of(cls, obj: Mapping[str, Any]) -> ObjectRef:
-        meta = obj.get("metadata")
-        meta = raw.mapping(meta)
+        read = raw.mapping(obj)  # a dict, which compiled code reads without looking `get` up by name
+        meta = raw.mapping(read.get("metadata"))
         name = meta.get("name") or meta.get("generateName") or ""
         namespace = meta.get("namespace")
         # ObjectRef's own constructor with positional arguments: `cls(...)` with keywords goes through
         # the generic call, which looks each name up as new text (0.4% of a typical object)
-        api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
+        api_version, kind = str(read.get("apiVersion", "")), str(read.get("kind", ""))
         return ObjectRef(api_version, kind, str(namespace) if namespace else None, str(name))
 
     def display(self) -> str:

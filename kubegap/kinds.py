@@ -201,9 +201,8 @@ SUPPORTED_KINDS: tuple[KindInfo, ...] = tuple(k.info for k in KINDS)
 
 def row_of(obj: Any) -> Kind | None:
     """The row of an object's API group and kind (any version); None for kinds kubegap ignores."""
-    if not raw.is_mapping(obj):
-        return None
-    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    read = raw.mapping(obj)  # a dict, read without looking `get` up by name (compiled)
+    api_version, kind = read.get("apiVersion"), read.get("kind")
     if not isinstance(api_version, str) or not isinstance(kind, str):
         return None
     group = api_version.rpartition("/")[0]  # "v1" is the core group ""; "batch/v1" is "batch"

@@ -7,7 +7,7 @@ from typing import Any, TypeGuard
 
 from kubegap.fieldpath import FieldPath
 
-_EMPTY: Mapping[Any, Any] = {}
+_EMPTY: dict[Any, Any] = {}  # what `mapping` gives for a value that is none: never changed, only read
 
 
 # What parsers give besides dicts: none of them is a mapping, which exact tests tell far faster than the
@@ -21,12 +21,20 @@ def is_mapping(value: Any) -> TypeGuard[Mapping[Any, Any]]:
     return kind is dict or (kind not in _PLAIN and isinstance(value, Mapping))
 
 
-def mapping(value: Any) -> Mapping[Any, Any]:
+def mapping(value: Any) -> dict[Any, Any]:
     """The value if it is a mapping, else an empty one (`is_mapping`, written out: this is called
     hundreds of times per object, and a call costs more than the test). Its keys are as the parser gave
-    them: YAML's may be numbers, so they are not typed as text (compiled code checks declared types)."""
+    them: YAML's may be numbers, so they are not typed as text (compiled code checks declared types).
+    A dict, as parsers give: compiled code reads one directly, where it looks a Mapping's methods up by
+    name. A mapping that is no dict is read as a copy, and the empty one is shared: the result is only
+    read."""
     kind = type(value)
-    return value if kind is dict or (kind not in _PLAIN and isinstance(value, Mapping)) else _EMPTY
+    if kind is dict:
+        found: dict[Any, Any] = value
+        return found
+    if kind not in _PLAIN and isinstance(value, Mapping):
+        return value if isinstance(value, dict) else dict(value)
+    return _EMPTY
 
 
 def items(value: Any) -> list[Any]:

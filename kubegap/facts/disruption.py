@@ -13,7 +13,7 @@ site/static/examples/failure-policy/host-maintenance-event-model.yaml.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kubegap import raw
@@ -54,7 +54,7 @@ def _job(obj: Mapping[str, Any], base: FieldPath) -> dict[str, Any]:
     }
 
 
-def _first_rule(rules: list[Mapping[str, Any]], job: str, reason: str) -> Mapping[str, Any] | None:
+def _first_rule(rules: Sequence[Mapping[str, Any]], job: str, reason: str) -> Mapping[str, Any] | None:
     """The JobSet rule that handles a failure of replicated job `job` with `reason`. A rule that also
     matches on the failure message is not counted: kubegap cannot know the message."""
     for rule in rules:

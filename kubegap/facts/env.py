@@ -81,8 +81,9 @@ def _from_env(
     entries: Sequence[Any], base: FieldPath, namespace: str, configmaps: ConfigMaps, out: _Found
 ) -> None:
     variables, unresolved = out
-    for index, entry in enumerate(entries):
-        if not raw.is_mapping(entry) or not isinstance(entry.get("name"), str):
+    for index, each in enumerate(entries):
+        entry = raw.mapping(each)  # a dict, read without looking `get` up by name (compiled)
+        if not isinstance(entry.get("name"), str):
             continue
         name, path = entry["name"], (*base, "env", index)
         if "valueFrom" not in entry:
