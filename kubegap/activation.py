@@ -135,7 +135,7 @@ class Run:
             self.twins = {key: tuple(roles) for key, roles in told.items()}
         return self.twins.get(id(unit), ())
 
-    def outcome(self, policy: CompiledPolicy, unit: Unit) -> Mapping[str, tuple[Any, ...]] | None:
+    def outcome(self, policy: CompiledPolicy, unit: Unit) -> dict[str, tuple[Any, ...]] | None:
         """The policy's outcomes for the unit from its scope's one program (kubegap.batch), run once per
         object; None where that program cannot answer."""
         group = self.group_of[id(policy)]
@@ -250,7 +250,7 @@ class UnitState:
         self._variables_done = False
         self._policy_applies: bool | None = None
         self._items: int | None = None  # the longest list or map the unit's expressions can see
-        self._outcomes: Mapping[str, tuple[Any, ...]] | None = None
+        self._outcomes: dict[str, tuple[Any, ...]] | None = None
         self._batched = False
         self._exemptions: tuple[list[exemptions.Exemption], dict[str, tuple[str, str]]] | None = None
 
@@ -279,7 +279,7 @@ class UnitState:
             self._policy_applies = self.applies(self.policy.applies_to)
         return self._policy_applies
 
-    def outcomes(self) -> Mapping[str, tuple[Any, ...]] | None:
+    def outcomes(self) -> dict[str, tuple[Any, ...]] | None:
         """Rule -> `()` where its appliesTo does not hold, `(verdict,)` otherwise; `{}` where the policy does
         not apply. None where the scope's one program cannot answer: then each validation runs alone and
         reports its own error."""

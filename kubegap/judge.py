@@ -25,7 +25,7 @@ def results(run: Run, policy: CompiledPolicy, out: list[Finding]) -> None:
             return
     # id(unit) -> (its state, its outcomes where the scope's program answered and no exemption names the
     # policy: the common case, asked once per unit rather than once per validation; else None)
-    states: dict[int, tuple[UnitState, Mapping[str, tuple[Any, ...]] | None]] = {}
+    states: dict[int, tuple[UnitState, dict[str, tuple[Any, ...]] | None]] = {}
     applied = False
     void_exemptions: dict[str, tuple[str, str]] = {}  # path -> (why it exempts nothing, fix)
     twins = run.facts.twinned and run.group_of[id(policy)].twins
@@ -74,7 +74,7 @@ def _judge_alone(
     run: Run,
     validation: CompiledValidation,
     state: UnitState,
-    outcomes: Mapping[str, tuple[Any, ...]] | None,
+    outcomes: dict[str, tuple[Any, ...]] | None,
     void_exemptions: dict[str, tuple[str, str]],
 ) -> tuple[bool, Finding | None]:
     """(whether the policy applies to the unit, the result) where exemptions name the policy or the scope's

@@ -34,9 +34,10 @@ if TYPE_CHECKING:
 class Container:
     name: str
     path: FieldPath  # absolute path of the container mapping inside the object
-    spec: Mapping[str, Any]  # the container mapping (TrainJob: built from spec.trainer)
+    # dicts (`raw.mapping`), which compiled code reads without looking `get` up by name
+    spec: dict[str, Any]  # the container mapping (TrainJob: built from spec.trainer)
 
-    def __init__(self, name: str, path: FieldPath, spec: Mapping[str, Any]) -> None:
+    def __init__(self, name: str, path: FieldPath, spec: dict[str, Any]) -> None:
         self.name, self.path, self.spec = name, path, spec
 
 
@@ -45,8 +46,8 @@ class PodTemplate:
     role: str
     path: FieldPath  # absolute path of the pod template ({metadata, spec}); () for a Pod
     replicas: int
-    metadata: Mapping[str, Any]  # the template's metadata, {} when absent
-    spec: Mapping[str, Any]  # the pod spec, {} when absent
+    metadata: dict[str, Any]  # the template's metadata, {} when absent (a dict, as Container's spec)
+    spec: dict[str, Any]  # the pod spec, {} when absent
     containers: tuple[Container, ...]  # spec.containers; init containers excluded
     pod_level: bool  # False for TrainJob's trainer: pod-level validations do not apply
 
@@ -55,8 +56,8 @@ class PodTemplate:
         role: str,
         path: FieldPath,
         replicas: int,
-        metadata: Mapping[str, Any],
-        spec: Mapping[str, Any],
+        metadata: dict[str, Any],
+        spec: dict[str, Any],
         containers: tuple[Container, ...],
         pod_level: bool = True,
     ) -> None:
@@ -112,21 +113,22 @@ def _name(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _entries(value: Any) -> list[tuple[int, Mapping[str, Any]]]:
-    """(index, item) for the mapping items of a list; other items are skipped but keep their index."""
+def _entries(value: Any) -> list[tuple[int, dict[str, Any]]]:
+    """(index, item) for the mapping items of a list; other items are skipped but keep their index. Each
+    a dict (`raw.mapping`), which compiled code reads without looking `get` up by name."""
     if not isinstance(value, list):
         return []
-    return [(index, item) for index, item in enumerate(value) if raw.is_mapping(item)]
+    return [(index, raw.mapping(item)) for index, item in enumerate(value) if raw.is_mapping(item)]
 
 
 def _template(role: str, path: FieldPath, replicas: int, template: Any) -> PodTemplate:
-    template = raw.mapping(template)
-    spec = raw.mapping(template.get("spec"))
+    found = raw.mapping(template)
+    spec = raw.mapping(found.get("spec"))
     containers = tuple(
         Container(_name(item.get("name")), (*path, "spec", "containers", index), item)
         for index, item in _entries(spec.get("containers"))
     )
-    return PodTemplate(role, path, replicas, raw.mapping(template.get("metadata")), spec, containers)
+    return PodTemplate(role, path, replicas, raw.mapping(found.get("metadata")), spec, containers)
 
 
 def pod(obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
