@@ -229,8 +229,8 @@ def compile_policies(
 
 def gates(applies_to: str | None) -> tuple[str, ...]:
     """The names of the `facts.<name>` terms of the appliesTo's top-level `&&`. Where one of those facts is
-    `false`, CEL's `&&` is `false` whatever its other terms give, errors included (the CEL language
-    definition, "Logical operators"): the policy does not apply, and nothing of it need run
+    `false`, CEL's `&&` is `false` whatever its other terms give, errors included (github.com/google/
+    cel-spec, doc/langdef.md, "Logical Operators"): the policy does not apply, and nothing of it need run
     (kubegap.judge). Most bundled policies start `facts.training &&`, so a Deployment or a single-GPU
     job skips most of them."""
     if applies_to is None:
