@@ -158,7 +158,7 @@ class Inputs:
 
     def changed_json(self, before: Inputs) -> dict[str, Any]:
         """The entries of `to_json` whose value is not `before`'s, in its order: what a fix changes. Every
-        priced finding lists it, and writing all of `to_json` to compare it was a tenth of its text."""
+        priced finding lists it, and writing all of `to_json` to compare it was 4% of a finding's text."""
         out: dict[str, Any] = {}
         if self.gpus != before.gpus:
             out["gpus"] = self.gpus

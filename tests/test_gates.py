@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kubegap import kinds
+from kubegap import kinds, raw
 from kubegap.compiled import gates
 from kubegap.config import Settings
 from kubegap.evaluate import build_engine
@@ -54,6 +54,7 @@ def test_every_example_has_the_results_it_has_with_no_policy_skipped(backend: st
             skipped += sum(any(facts.facts.get(g) is False for g in p.gates) for p in gated.compiled)
         assert gated.evaluate(obj).results == whole.evaluate(obj).results, obj.get("metadata")
     assert skipped > 50  # the examples hold inference, single-GPU and single-node work: gates are taken
+    assert raw.mapping(None) == {}  # the empty mapping every fact shares was read, never changed
 
 
 @pytest.mark.parametrize("backend", ["cel-expr", "cel-python"])
