@@ -144,40 +144,37 @@ class Inputs:
         return self.interval.hours if self.interval and not self.from_scratch else self.runtime.hours
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "gpus": self.gpus,
-            "failuresPerMonth": round(self.failures, 4),
-            "detection": self.detection.to_json(),
-            "restart": self.restart.to_json(),
-            "checkpointInterval": self.interval.to_json() if self.interval else None,
-            "runtime": self.runtime.to_json(),
-            "checkpointSave": self.save.to_json(),
-            "throughputTax": self.tax,
-            "restartsFromScratch": self.from_scratch,
-        }
+        return self.changed_json(None)
 
-    def changed_json(self, before: Inputs) -> dict[str, Any]:
-        """The entries of `to_json` whose value is not `before`'s, in its order: what a fix changes. Every
-        priced finding lists it, and writing all of `to_json` to compare it was 4% of a finding's text."""
+    def changed_json(self, before: Inputs | None) -> dict[str, Any]:
+        """The inputs' JSON; given `before`, only its entries whose value is not `before`'s, in the same
+        order: what a fix changes. Every priced finding lists that, and writing the fixed inputs whole to
+        compare them was 4% of a finding's text. One list of the entries for both, so they never part."""
         out: dict[str, Any] = {}
-        if self.gpus != before.gpus:
+        if before is None or self.gpus != before.gpus:
             out["gpus"] = self.gpus
-        if (failures := round(self.failures, 4)) != round(before.failures, 4):
+        failures = round(self.failures, 4)
+        if before is None or failures != round(before.failures, 4):
             out["failuresPerMonth"] = failures
-        for key, term, was in (
-            ("detection", self.detection, before.detection),
-            ("restart", self.restart, before.restart),
-            ("checkpointInterval", self.interval, before.interval),
-            ("runtime", self.runtime, before.runtime),
-            ("checkpointSave", self.save, before.save),
-        ):
-            if _term_changed(term, was):
+        old = before._terms() if before is not None else None
+        for index, (key, term) in enumerate(self._terms()):
+            if old is None or _term_changed(term, old[index][1]):
                 out[key] = term.to_json() if term else None
-        if self.tax != before.tax:
+        if before is None or self.tax != before.tax:
             out["throughputTax"] = self.tax
-        if self.from_scratch != before.from_scratch:
+        if before is None or self.from_scratch != before.from_scratch:
             out["restartsFromScratch"] = self.from_scratch
         return out
+
+    def _terms(self) -> tuple[tuple[str, Term | None], ...]:
+        """The terms as the JSON names them, in its order."""
+        return (
+            ("detection", self.detection),
+            ("restart", self.restart),
+            ("checkpointInterval", self.interval),
+            ("runtime", self.runtime),
+            ("checkpointSave", self.save),
+        )
 
 
 def _term_changed(term: Term | None, before: Term | None) -> bool:
