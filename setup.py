@@ -46,6 +46,7 @@ COMPILED = [
     "kubegap/globs.py",
     "kubegap/impact.py",
     "kubegap/integers.py",
+    "kubegap/jsontext.py",
     "kubegap/judge.py",
     "kubegap/kinds.py",
     "kubegap/memo.py",

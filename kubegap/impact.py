@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kubegap import durations
+from kubegap.jsontext import scalar
 from kubegap.records import reduced
 
 MONTH_HOURS = 720.0
@@ -92,12 +93,23 @@ class Term:
         hours, text = _hours_json(self.hours)
         return {"hours": hours, "text": text, "source": self.source}
 
+    def json_text(self) -> str:
+        """`to_json`'s text as `json.dumps(..., ensure_ascii=False)` writes it (kubegap.jsontext)."""
+        return _term_text(self.hours, self.source)
+
 
 @functools.lru_cache(maxsize=1024)
 def _hours_json(hours: float) -> tuple[float, str]:
     """A term's hours as written out. A report writes a workload's terms twice per priced finding (now and
     fixed), and most are the same few defaults: building 10,000 findings' JSON took 0.23 s, 0.18 s so."""
     return round(hours, 6), durations.format_seconds(hours * 3600)
+
+
+@functools.lru_cache(maxsize=1024)
+def _term_text(hours: float, source: str) -> str:
+    """A term's text: most are the same few defaults, written twice per priced finding."""
+    rounded, text = _hours_json(hours)
+    return f'{{"hours": {scalar(rounded)}, "text": {scalar(text)}, "source": {scalar(source)}}}'
 
 
 @dataclass(slots=True, unsafe_hash=True, init=False)
@@ -149,21 +161,36 @@ class Inputs:
     def changed_json(self, before: Inputs | None) -> dict[str, Any]:
         """The inputs' JSON; given `before`, only its entries whose value is not `before`'s, in the same
         order: what a fix changes. Every priced finding lists that, and writing the fixed inputs whole to
-        compare them was 4% of a finding's text. One list of the entries for both, so they never part."""
-        out: dict[str, Any] = {}
+        compare them was 4% of a finding's text."""
+        entries = self._entries(before)
+        return {key: value.to_json() if isinstance(value, Term) else value for key, value in entries}
+
+    def json_text(self, before: Inputs | None = None) -> str:
+        """`changed_json(before)`'s text as `json.dumps(..., ensure_ascii=False)` writes it, made directly
+        (kubegap.jsontext)."""
+        entries = [
+            f'"{key}": {value.json_text() if isinstance(value, Term) else scalar(value)}'
+            for key, value in self._entries(before)
+        ]
+        return f"{{{', '.join(entries)}}}"
+
+    def _entries(self, before: Inputs | None) -> list[tuple[str, Term | float | None]]:
+        """The entries of the inputs' JSON, by name, with their terms as they are; given `before`, only
+        those whose JSON is not `before`'s. One list for the JSON and its text, so they never part."""
+        out: list[tuple[str, Term | float | None]] = []
         if before is None or self.gpus != before.gpus:
-            out["gpus"] = self.gpus
+            out.append(("gpus", self.gpus))
         failures = round(self.failures, 4)
         if before is None or failures != round(before.failures, 4):
-            out["failuresPerMonth"] = failures
+            out.append(("failuresPerMonth", failures))
         old = before._terms() if before is not None else None
         for index, (key, term) in enumerate(self._terms()):
             if old is None or _term_changed(term, old[index][1]):
-                out[key] = term.to_json() if term else None
+                out.append((key, term))
         if before is None or self.tax != before.tax:
-            out["throughputTax"] = self.tax
+            out.append(("throughputTax", self.tax))
         if before is None or self.from_scratch != before.from_scratch:
-            out["restartsFromScratch"] = self.from_scratch
+            out.append(("restartsFromScratch", self.from_scratch))
         return out
 
     def _terms(self) -> tuple[tuple[str, Term | None], ...]:

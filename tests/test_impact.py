@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 from importlib.resources import files
@@ -274,6 +275,9 @@ def test_what_a_fix_changes_is_every_entry_whose_json_differs() -> None:
     for fixed in fixes:
         assert fixed.changed_json(now) == _json_diff(fixed, now)
         assert list(fixed.changed_json(now)) == list(_json_diff(fixed, now))  # in the report's order
+        # the text the reports write, made directly, is that JSON's text
+        assert fixed.json_text(now) == json.dumps(fixed.changed_json(now), ensure_ascii=False)
+        assert fixed.json_text() == json.dumps(fixed.to_json(), ensure_ascii=False)
     scratch = replace(now, interval=None)
     assert scratch.changed_json(now) == {"checkpointInterval": None}
     assert now.changed_json(scratch) == {"checkpointInterval": now.interval.to_json()}

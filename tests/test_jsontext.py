@@ -37,3 +37,24 @@ def test_what_json_cannot_encode_is_refused_as_json_dumps_refuses_it() -> None:
     with pytest.raises(TypeError, match="not JSON serializable"):
         text({"when": object()})
     assert text({"after": "an error"}) == '{"after": "an error"}'
+
+
+SCALARS: list[Any] = [None, True, False, 0, -3, 2**80, 0.1, -0.0, 1e-05, 1e22, 530.0, 0.166667]
+SCALARS += [float("nan"), float("inf"), float("-inf"), 2.5e-7]
+SCALARS += ["", 'a "quoted" \\ path\n\ttab', "≈ 🚀", "\ud800", "\x00\x1f"]
+
+
+@pytest.mark.parametrize("value", SCALARS, ids=repr)
+def test_a_scalar_is_written_as_json_dumps_writes_it(value: Any) -> None:
+    assert jsontext.scalar(value) == json.dumps(value, ensure_ascii=False)
+
+
+def test_a_list_of_strings_is_written_as_json_dumps_writes_it() -> None:
+    for values in ([], ["one"], ["é ✓", '"', "\\", "\ud800", ""], ("a", "tuple")):
+        assert jsontext.strings(values) == json.dumps(list(values), ensure_ascii=False)
+
+
+def test_what_is_not_a_scalar_is_refused_as_json_dumps_refuses_it() -> None:
+    for value in ([1], {"a": 1}, object()):
+        with pytest.raises(TypeError, match="not JSON serializable"):
+            jsontext.scalar(value)

@@ -37,19 +37,13 @@ _NAMES, _VALUES = fields_of(Finding)
 _AT = _NAMES.index("object")
 # Before the object come only strings, and a `"` inside a string is escaped: the first of these is the key.
 _OBJECT_KEY = '"object": '
-# A priced finding's impact is most of its text, and the findings of one object share their inputs (the
-# workload as it stands, kubegap.pricing): the inputs' text is made once per object, and each impact and
-# finding written around it, placed where the writer left a null. A string escapes its `"`, so after `, `
-# these are only ever keys; after the impact come only strings and lists of them.
-_NO_IMPACT = ', "impact": null'
-_NO_INPUTS = ', "inputs": null'
 
 
 def finding_text(finding: Finding) -> str:
     """One finding's JSON, as the report lists it."""
     impact = finding.impact
     if impact is None:
-        return _dump(finding.to_json())
+        return finding.json_text(_object_text(finding.object), "null")
     found = _COPIES.get(id(impact))
     if found is not None:
         first, text, around = found
@@ -59,7 +53,7 @@ def finding_text(finding: Finding) -> str:
         values = _VALUES(finding)
         if around[0] == values[:_AT] and around[1] == values[_AT + 1 :]:  # all but the object: same text
             return around[2] + _object_text(finding.object) + around[3]
-    text = _priced_text(finding, impact)
+    text = finding.json_text(_object_text(finding.object), _impact_text(impact))
     if len(_COPIES) >= _COPIES_KEPT:
         _COPIES.clear()
     _COPIES[id(impact)] = (finding, text, None)
@@ -73,28 +67,18 @@ def _around(finding: Finding, text: str) -> _Around:
     return values[:_AT], values[_AT + 1 :], text[:start], text[end:]
 
 
-def _priced_text(finding: Finding, impact: Impact) -> str:
-    text = _dump(finding.to_json(impact=False))
-    at = text.rindex(_NO_IMPACT)
-    return f'{text[:at]}, "impact": {_impact_text(impact)}{text[at + len(_NO_IMPACT) :]}'
-
-
 def _impact_text(impact: Impact) -> str:
+    """A priced finding's impact is most of its text, and the findings of one object share their inputs
+    (the workload as it stands, kubegap.pricing): the inputs' text is made once per object."""
     global _last_inputs
     last = _last_inputs  # one read: another thread may replace it
     if last[0] is not impact.now:
-        now = impact.now.to_json()
-        last = _last_inputs = (impact.now, now, _dump(now))
-    doc = impact.to_json(now=last[1])
-    doc["inputs"] = None
-    text = _dump(doc)
-    at = text.index(_NO_INPUTS)
-    return f'{text[:at]}, "inputs": {last[2]}{text[at + len(_NO_INPUTS) :]}'
+        last = _last_inputs = (impact.now, impact.now.json_text())
+    return impact.json_text(last[1])
 
 
 _last_object: tuple[ObjectRef | None, str] = (None, "")  # an object's findings come one after another
-# the last inputs written, with their JSON and its text
-_last_inputs: tuple[Inputs | None, dict[str, Any], str] = (None, {}, "")
+_last_inputs: tuple[Inputs | None, str] = (None, "")  # the last inputs written, with their text
 
 
 def _object_text(ref: ObjectRef) -> str:

@@ -11,6 +11,7 @@ from kubegap.findings import Finding, ObjectRef, Summary, moved_to
 from kubegap.records import changed
 from kubegap.reports import json as json_report
 from kubegap.reports.report import Report
+from tests.support.samples import WORKLOAD_FILES, example_objects
 from tests.test_evaluate import pytorchjob
 
 
@@ -35,6 +36,19 @@ def test_a_priced_finding_reads_as_one_dump_even_when_its_text_spells_the_impact
             unpriced = changed(tricky, impact=changed(finding.impact, saved=None, reason=text))
             assert json_report.finding_text(unpriced) == _expected(unpriced)
             assert json.loads(json_report.finding_text(tricky))["impact"] == finding.impact.to_json()  # type: ignore[union-attr]
+
+
+def test_every_example_finding_reads_as_its_dump() -> None:
+    """A finding's text is written field by field (`Finding.json_text`), not by encoding `to_json`: over
+    every example's findings, passes, skips and priced failures, the two must not part."""
+    engine = build_engine(Settings())
+    findings = [f for d in example_objects(*WORKLOAD_FILES) for f in engine.evaluate(d).findings]
+    priced = [f for f in findings if f.impact is not None]
+    assert len(findings) > 1000 and len(priced) > 100
+    assert any(f.impact.saved is None for f in priced) and any(f.impact.fixed is None for f in priced)  # type: ignore[union-attr]
+    json_report._COPIES.clear()
+    for finding in findings:
+        assert json_report.finding_text(finding) == _expected(finding)
 
 
 def test_findings_of_objects_in_turn_each_read_as_their_own_dump() -> None:
