@@ -263,10 +263,11 @@ class Finding:
     def json_text(self, object: str, impact: str) -> str:
         """`to_json`'s text as `json.dumps(..., ensure_ascii=False)` writes it, made directly, with the
         object's and the impact's texts given (kubegap.reports.json keeps them): half the time of the dict
-        made and encoded. tests/reports/test_json.py compares the two over every example's findings."""
+        made and encoded. tests/reports/test_json.py compares the two over every example's findings. An
+        enum member's `_value_` is its own attribute, where `.value` is a Python call (`Counts.of`)."""
         return (
             f'{{"policy": {scalar(self.policy)}, "rule": {scalar(self.rule)}, '
-            f'"severity": {scalar(self.severity.value)}, "result": {scalar(self.result.value)}, '
+            f'"severity": {scalar(self.severity._value_)}, "result": {scalar(self.result._value_)}, '
             f'"message": {scalar(self.message)}, "remediation": {scalar(self.remediation)}, '
             f'"object": {object}, "role": {scalar(self.role)}, "container": {scalar(self.container)}, '
             f'"path": {scalar(self.path)}, "file": {scalar(self.file)}, "document": {scalar(self.document)}, '
@@ -400,9 +401,21 @@ class WorkloadCost:
             "document": self.document,
             "totalGpus": self.gpus,
             "lostGpuHoursPerMonth": round(self.lost, 1),
-            "youngCheckpointIntervalHours": round(self.young_hours, 3) if self.young_hours else None,
+            "youngCheckpointIntervalHours": self._young(),
             "inputs": self.inputs.to_json(),
         }
+
+    def json_text(self, object: str) -> str:
+        """`to_json`'s text as `json.dumps(..., ensure_ascii=False)` writes it, made directly, with the
+        object's text given (as `Finding.json_text`)."""
+        return (
+            f'{{"object": {object}, "file": {scalar(self.file)}, "document": {scalar(self.document)}, '
+            f'"totalGpus": {scalar(self.gpus)}, "lostGpuHoursPerMonth": {scalar(round(self.lost, 1))}, '
+            f'"youngCheckpointIntervalHours": {scalar(self._young())}, "inputs": {self.inputs.json_text()}}}'
+        )
+
+    def _young(self) -> float | None:
+        return round(self.young_hours, 3) if self.young_hours else None
 
     def text(self) -> str:
         """≈ 570k GPU-h/month at risk; fixing checkpoint-interval saves ≈ 298k"""

@@ -105,6 +105,6 @@ def verdict_of(evaluation: Evaluation, rows: Rows) -> Verdict:
         made,
         span,
         len(failing) < len(findings),
-        tuple((f.object.namespace or "", f.policy, f.rule, f.severity.value) for f in failing),
+        tuple((f.object.namespace or "", f.policy, f.rule, f.severity._value_) for f in failing),
         offender,
     )

@@ -110,7 +110,7 @@ def render(report: Report) -> Iterator[str]:
 
 def workload_text(workload: WorkloadCost) -> str:
     """One training workload's JSON, as the report lists it (`_dump` of a list joins its items so)."""
-    return _dump(workload.to_json())
+    return workload.json_text(_object_text(workload.ref))
 
 
 def _joined(texts: Iterator[str]) -> Iterator[str]:

@@ -38,11 +38,18 @@ def test_a_priced_finding_reads_as_one_dump_even_when_its_text_spells_the_impact
             assert json.loads(json_report.finding_text(tricky))["impact"] == finding.impact.to_json()  # type: ignore[union-attr]
 
 
-def test_every_example_finding_reads_as_its_dump() -> None:
+def test_every_example_finding_and_workload_reads_as_its_dump() -> None:
     """A finding's text is written field by field (`Finding.json_text`), not by encoding `to_json`: over
-    every example's findings, passes, skips and priced failures, the two must not part."""
+    every example's findings, passes, skips and priced failures, and its workload's cost, the two must
+    not part."""
     engine = build_engine(Settings())
-    findings = [f for d in example_objects(*WORKLOAD_FILES) for f in engine.evaluate(d).findings]
+    evaluations = [engine.evaluate(d) for d in example_objects(*WORKLOAD_FILES)]
+    costs = [e.cost for e in evaluations if e.cost is not None]
+    assert len(costs) > 50
+    costs.append(changed(costs[0], young_hours=None, file='a ✓ "file".yaml', document=3))
+    for cost in costs:
+        assert json_report.workload_text(cost) == json.dumps(cost.to_json(), ensure_ascii=False)
+    findings = [f for e in evaluations for f in e.findings]
     priced = [f for f in findings if f.impact is not None]
     assert len(findings) > 1000 and len(priced) > 100
     assert any(f.impact.saved is None for f in priced) and any(f.impact.fixed is None for f in priced)  # type: ignore[union-attr]
