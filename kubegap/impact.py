@@ -180,12 +180,14 @@ class Inputs:
         out: list[tuple[str, Term | float | None]] = []
         if before is None or self.gpus != before.gpus:
             out.append(("gpus", self.gpus))
-        failures = round(self.failures, 4)
-        if before is None or failures != round(before.failures, 4):
-            out.append(("failuresPerMonth", failures))
-        old = before._terms() if before is not None else None
-        for index, (key, term) in enumerate(self._terms()):
-            if old is None or _term_changed(term, old[index][1]):
+        # rounded only where they differ: a fix seldom changes them, and rounding a float to 4 places
+        # writes out its decimal digits
+        failures, was = self.failures, before.failures if before is not None else None
+        if was is None or (failures != was and round(failures, 4) != round(was, 4)):
+            out.append(("failuresPerMonth", round(failures, 4)))
+        olds = before._terms() if before is not None else (None, None, None, None, None)
+        for key, term, old in zip(_TERM_NAMES, self._terms(), olds, strict=True):
+            if before is None or _term_changed(term, old):
                 out.append((key, term))
         if before is None or self.tax != before.tax:
             out.append(("throughputTax", self.tax))
@@ -193,15 +195,12 @@ class Inputs:
             out.append(("restartsFromScratch", self.from_scratch))
         return out
 
-    def _terms(self) -> tuple[tuple[str, Term | None], ...]:
-        """The terms as the JSON names them, in its order."""
-        return (
-            ("detection", self.detection),
-            ("restart", self.restart),
-            ("checkpointInterval", self.interval),
-            ("runtime", self.runtime),
-            ("checkpointSave", self.save),
-        )
+    def _terms(self) -> tuple[Term, Term, Term | None, Term, Term]:
+        """The terms in the JSON's order (`_TERM_NAMES`)."""
+        return self.detection, self.restart, self.interval, self.runtime, self.save
+
+
+_TERM_NAMES = ("detection", "restart", "checkpointInterval", "runtime", "checkpointSave")
 
 
 def _term_changed(term: Term | None, before: Term | None) -> bool:
