@@ -86,6 +86,11 @@ def _parse_in_unit(text: str, unit: str) -> float:
 _remembered = functools.lru_cache(maxsize=4096)(_parse_in_unit)
 
 
+# Seconds are shown to the millisecond: a value that shows as whole is written in hours and minutes, so
+# float noise from unit conversions and sums (5.000000001 h) does not leak into messages as "18000s".
+_SHOWN = 0.0005
+
+
 @functools.lru_cache(maxsize=4096, typed=True)  # a report renders the same durations for every finding
 def format_seconds(seconds: float) -> str:
     """Short Go-like text: 600 -> 10m, 5400 -> 1h30m, 1.2 -> 1.2s, 0 -> 0s."""
@@ -94,7 +99,7 @@ def format_seconds(seconds: float) -> str:
     if seconds < 0 or not math.isfinite(seconds):
         return f"{seconds}s"
     whole = round(seconds)
-    if abs(seconds - whole) > 1e-9 or whole < 60:
+    if abs(seconds - whole) >= _SHOWN or whole < 60:
         text = f"{seconds:.3f}".rstrip("0").rstrip(".")
         return f"{text}s"
     hours, rest = divmod(whole, 3600)
@@ -105,7 +110,7 @@ def format_seconds(seconds: float) -> str:
 
 def words(seconds: float) -> str:
     """Prose for fix texts: 1800 -> 30 minutes, 5400 -> 1 hour 30 minutes, 45 -> 45 seconds."""
-    if seconds < 60 or not math.isfinite(seconds) or abs(seconds - round(seconds)) > 1e-9:
+    if seconds < 60 or not math.isfinite(seconds) or abs(seconds - round(seconds)) >= _SHOWN:
         return f"{format_seconds(seconds)[:-1]} second{'' if seconds == 1 else 's'}"
     hours, rest = divmod(round(seconds), 3600)
     minutes, secs = divmod(rest, 60)

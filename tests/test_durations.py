@@ -146,6 +146,9 @@ def test_parse_in_unit_remembers_short_values_only() -> None:
         (3661, "1h1m1s"),
         (86400, "24h"),
         (1800.0000000001, "30m"),  # float noise from unit conversions does not leak into messages
+        (5.000000001 * 3600, "5h"),  # nor from sums of hours
+        (90.0004, "1m30s"),  # what shows as whole to the millisecond is whole
+        (90.0006, "90.001s"),
     ],
 )
 def test_format_seconds(seconds: float, text: str) -> None:

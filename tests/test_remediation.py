@@ -19,7 +19,8 @@ TRAIN = str(Path(__file__).parent / "data" / "engine" / "train.yaml")
 @pytest.mark.parametrize(
     ("seconds", "text"),
     [(1800, "30 minutes"), (60, "1 minute"), (5400, "1 hour 30 minutes"), (3601, "1 hour 1 second"),
-     (45, "45 seconds"), (1, "1 second"), (1.5, "1.5 seconds"), (7200, "2 hours")],
+     (45, "45 seconds"), (1, "1 second"), (1.5, "1.5 seconds"), (7200, "2 hours"),
+     (5.000000001 * 3600, "5 hours")],
 )  # fmt: skip
 def test_duration_words(seconds: float, text: str) -> None:
     assert durations.words(seconds) == text
