@@ -6,7 +6,6 @@ import enum
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from operator import attrgetter
 from typing import Any, TypedDict, Unpack
 
 from kubegap import raw
@@ -491,25 +490,35 @@ class Counts:
 
     @classmethod
     def of(cls, results: Iterable[Finding]) -> Counts:
-        # Counted by value with list.count, in C. An enum member's `.value` and its hash are Python calls,
-        # and so are a Counter's construction and update (5 µs each); `_value_` is the member's own
-        # attribute. A typical object has 30 results: 32 µs an object as a Summary, 9 µs so (measured).
-        results = list(results)
-        outcomes = list(map(_RESULT_VALUE, results))
-        failing = [f.severity._value_ for f in results if f.result is _FAIL]
+        # One loop, compiled: a finding's fields are read directly, and the texts counted in dicts, in the
+        # order they first come. An enum member's `.value` and its hash are Python calls, and so are a
+        # Counter's construction and update (5 µs each); `_value_` is the member's own attribute. A
+        # typical object has 30 results: 32 µs an object as a Summary, 9 µs counted with `list.count`
+        # (measured), 33 k instructions so and 20 k in this loop.
+        outcomes: dict[str, int] = {}
+        failing: dict[str, int] = {}
+        unsized = 0
         unresolved: dict[str, list[str]] = {}
-        for finding in [f for f in results if f.unresolved]:
-            known = unresolved.setdefault(finding.object.display(), [])
-            known += [u for u in finding.unresolved if u not in known]
+        for finding in results:
+            value: str = finding.result._value_
+            outcomes[value] = outcomes.get(value, 0) + 1
+            if finding.result is _FAIL:
+                severity: str = finding.severity._value_
+                failing[severity] = failing.get(severity, 0) + 1
+            if finding.policy == UNRESOLVED_COUNT:
+                unsized = 1
+            if finding.unresolved:
+                known = unresolved.setdefault(finding.object.display(), [])
+                known += [u for u in finding.unresolved if u not in known]
         return cls(
-            tuple([(r, outcomes.count(r)) for r in dict.fromkeys(outcomes)]),
-            tuple([(s, failing.count(s)) for s in dict.fromkeys(failing)]),
-            int(UNRESOLVED_COUNT in map(_POLICY, results)),
+            tuple(outcomes.items()),
+            tuple(failing.items()),
+            unsized,
             tuple([(name, tuple(sources)) for name, sources in unresolved.items()]),
         )
 
 
-_RESULT_VALUE, _POLICY, _FAIL = attrgetter("result._value_"), attrgetter("policy"), Result.FAIL
+_FAIL = Result.FAIL
 
 
 def worst(findings: Iterable[Finding]) -> Severity | None:
