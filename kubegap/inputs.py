@@ -38,8 +38,8 @@ def expand(
         if given == STDIN:
             files.append((STDIN_NAME, None))
             continue
-        try:  # one stat per path: lint expands the files the command line expanded again
-            mode = Path(given).stat().st_mode
+        try:  # one stat per path, without a `Path` (which took two thirds of it): lint expands twice
+            mode = os.stat(given).st_mode  # noqa: PTH116
         except (OSError, ValueError) as err:
             if isinstance(err, OSError) and err.errno not in _MISSING:
                 raise
