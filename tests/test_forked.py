@@ -14,8 +14,17 @@ from kubegap import forked
 def test_runs_cover_the_items_in_order_several_per_worker(count: int, jobs: int) -> None:
     chunks = forked.runs(list(range(count)), jobs)
     assert [item for chunk in chunks for item in chunk] == list(range(count))
-    assert all(chunks) and len(chunks) <= 8 * jobs
+    assert all(chunks) and len(chunks) <= 12 * jobs  # 8 per worker, and the last ones cut in quarters
     assert count < 8 * jobs or len(chunks) > jobs  # a worker that finishes early has a next run
+    if chunks:  # the last runs no longer than the first: the worker that takes one soon finishes
+        assert max(map(len, chunks[-jobs:])) <= len(chunks[0])
+
+
+def test_the_last_runs_of_many_files_are_short_and_none_is_tiny() -> None:
+    chunks = forked.runs(list(range(2000)), 2)
+    assert [len(c) for c in chunks[:14]] == [125] * 14  # 8 runs a worker, but for the last 2 runs' worth
+    assert [len(c) for c in chunks[14:]] == [31] * 8 + [2]
+    assert {len(c) for c in forked.runs(list(range(64)), 2)} == {4}  # runs of 4 are not cut further
 
 
 def test_each_file_gives_every_result_in_order_from_worker_processes() -> None:
