@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kubegap import cli, manifests
+from kubegap import cli, impact, manifests
 from kubegap.config import Settings, load_config
 from kubegap.errors import UsageError
 from kubegap.evaluate import Engine, build_engine
@@ -282,3 +282,14 @@ def test_what_a_fix_changes_is_every_entry_whose_json_differs() -> None:
     assert scratch.changed_json(now) == {"checkpointInterval": None}
     assert now.changed_json(scratch) == {"checkpointInterval": now.interval.to_json()}
     assert replace(now, interval=Term(5 + 1e-13, "interval")).changed_json(now) == {}
+
+
+def test_a_zero_term_is_written_as_zero_whichever_sign_came_first() -> None:
+    """Terms' texts are cached by hours, and -0.0 and 0.0 are one key: neither may carry its sign over."""
+    for first, second in ((-0.0, 0.0), (0.0, -0.0)):
+        impact._hours_json.cache_clear()
+        impact._term_text.cache_clear()
+        for hours in (first, second):
+            term = Term(hours, "a declared 0s")
+            assert json.dumps(term.to_json(), ensure_ascii=False) == term.json_text()
+            assert '"hours": 0.0,' in term.json_text()

@@ -19,8 +19,9 @@ from kubegap.records import fields_of
 from kubegap.reports.report import Report
 
 # No indent: the C encoder only runs without one, and this output is for machines (pipe to `jq`). One
-# encoder for every finding, built once (kubegap.jsontext). What it encodes is built by the records'
-# `to_json`, never a cycle: not checking for one is 8% of each finding's text.
+# encoder, built once (kubegap.jsontext), for what the records do not write themselves (`json_text`: a
+# finding, its impact, a workload): objects' references, the summary, the coverage. What it encodes is
+# built by the records' `to_json`, never a cycle, so it checks for none.
 _dump = jsontext.encoder(ensure_ascii=False)
 
 # A priced finding's text by the id of its impact: the copies of a finding the audit tells of other
@@ -109,7 +110,8 @@ def render(report: Report) -> Iterator[str]:
 
 
 def workload_text(workload: WorkloadCost) -> str:
-    """One training workload's JSON, as the report lists it (`_dump` of a list joins its items so)."""
+    """One training workload's JSON, as the report lists it (joined by `, `, as `json.dumps` joins a
+    list's items)."""
     return workload.json_text(_object_text(workload.ref))
 
 
