@@ -95,7 +95,7 @@ def raw_values(
     for name in sorted([n for n in knob.env if n in variables]) if not argv_only else ():
         var = variables[name]
         if var.value is not None:  # an unseen value is listed by the environment
-            yield f"{name}={var.value if var.value is not None else '?'} ({var.source})", var.value, var.path
+            yield f"{name}={var.value} ({var.source})", var.value, var.path
 
 
 def _applies(knob: Knob, cmd: argv.CommandLine) -> bool:
