@@ -31,6 +31,7 @@ COMPILED = [
     "kubegap/facts/",
     "kubegap/activation.py",
     "kubegap/annotationkeys.py",
+    "kubegap/audit/verdict.py",  # a verdict per object, made in the audit's workers
     "kubegap/batch.py",
     "kubegap/celcost.py",
     "kubegap/celops.py",

@@ -18,9 +18,12 @@ from typing import Any
 from kubegap.audit.spool import Row, Rows, Span
 from kubegap.evaluate import Context, DeadlineExceeded, Evaluation, Evaluator
 from kubegap.findings import Counts, ObjectRef, Result, Severity, WorkloadCost
+from kubegap.records import reduced
 
 
-@dataclass(frozen=True, slots=True, order=True)
+# Records in the form kubegap.records gives: this module runs compiled in the audit's workers, and a
+# verdict is made for every object there and rebuilt in the audit process from its pickle.
+@dataclass(slots=True, unsafe_hash=True, order=True, init=False)
 class Offender:
     lost: float  # expected GPU-hours lost a month (docs/cost-model.md); 0 where the model prices nothing
     rank: int  # worst severity's rank
@@ -30,12 +33,28 @@ class Offender:
     roles: tuple[str, ...] = field(compare=False)
     cost: WorkloadCost | None = field(default=None, compare=False)
 
+    def __init__(
+        self,
+        lost: float,
+        rank: int,
+        failures: int,
+        gpus: int,
+        ref: ObjectRef,
+        roles: tuple[str, ...],
+        cost: WorkloadCost | None = None,
+    ) -> None:
+        self.lost, self.rank, self.failures, self.gpus = lost, rank, failures, gpus
+        self.ref, self.roles, self.cost = ref, roles, cost
+
+    def __reduce__(self) -> tuple[type[Offender], tuple[Any, ...]]:
+        return reduced(self)
+
     @property
     def severity(self) -> Severity:
         return next(s for s in Severity if s.rank == self.rank)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True, init=False)
 class Verdict:
     ref: ObjectRef
     tally: Counts  # this object's results counted, passes included
@@ -45,14 +64,36 @@ class Verdict:
     failing: tuple[tuple[str, str, str, str], ...]  # (namespace, policy, rule, severity) per fail or error
     offender: Offender | None  # where something fails
 
+    def __init__(
+        self,
+        ref: ObjectRef,
+        tally: Counts,
+        rows: tuple[Row, ...],
+        span: Span | None,
+        exempted: bool,
+        failing: tuple[tuple[str, str, str, str], ...],
+        offender: Offender | None,
+    ) -> None:
+        self.ref, self.tally, self.rows, self.span = ref, tally, rows, span
+        self.exempted, self.failing, self.offender = exempted, failing, offender
 
-@dataclass(frozen=True, slots=True)
+    def __reduce__(self) -> tuple[type[Verdict], tuple[Any, ...]]:
+        return reduced(self)
+
+
+@dataclass(slots=True, unsafe_hash=True, init=False)
 class Unevaluated:
     """An object the engine gave no result for: past its deadline, or an internal error (a bug)."""
 
     reason: str  # the coverage gap's text
     internal: bool = False
     trace: str = ""  # the internal error's traceback, logged by the audit process
+
+    def __init__(self, reason: str, internal: bool = False, trace: str = "") -> None:
+        self.reason, self.internal, self.trace = reason, internal, trace
+
+    def __reduce__(self) -> tuple[type[Unevaluated], tuple[Any, ...]]:
+        return reduced(self)
 
 
 def judge_all(
@@ -74,8 +115,8 @@ def evaluated(
     an outcome, not a raise."""
     try:
         return engine.evaluate(obj, context, time.monotonic() + timeout)
-    except DeadlineExceeded as exc:
-        return Unevaluated(f"not evaluated: {exc}")
+    except DeadlineExceeded as late:  # a name of its own: compiled, one name holds one type
+        return Unevaluated(f"not evaluated: {late}")
     except Exception as exc:
         return Unevaluated(
             f"internal error evaluating {ObjectRef.of(obj).display()}: {exc}", True, traceback.format_exc()
