@@ -61,8 +61,17 @@ def changed(obj: _T, **changes: Any) -> _T:
     """`dataclasses.replace`, at a quarter of its cost (0.9 against 3.3 µs for a finding, measured): every
     failing finding is rebuilt with its price."""
     cls = type(obj)
-    names, values = fields_of(cls)
+    values = fields_of(cls)[1]
+    at = _INDEXES.get(cls)
+    if at is None:  # a field's position by its name, looked up in a dict: `tuple.index` compared names
+        at = _INDEXES[cls] = {name: index for index, name in enumerate(fields_of(cls)[0])}
     new = list(values(obj))
     for name, value in changes.items():
-        new[names.index(name)] = value
+        index = at.get(name)
+        if index is None:
+            raise ValueError(f"{cls.__name__} has no field {name!r}")
+        new[index] = value
     return cls(*new)
+
+
+_INDEXES: dict[type, dict[str, int]] = {}

@@ -176,7 +176,7 @@ def test_many_configmaps_are_not_worth_a_digest() -> None:
     assert engine.memo is not None and engine.memo.hits == 0
 
 
-def test_moved_to_keeps_every_field_but_the_object() -> None:
+def test_moved_to_and_located_keep_every_field_but_the_ones_they_set() -> None:
     # every field a value of its type that no default has, so that a field moved_to forgets is told
     inputs = Inputs(8, 2e-5, Term(0.5, "d"), Term(0.2, "r"), None, Term(72.0, "t"), Term(0.01, "s"))
     typed: dict[str, Any] = {
@@ -195,6 +195,10 @@ def test_moved_to_keeps_every_field_but_the_object() -> None:
     finding = Finding(**values)
     ref = ObjectRef("v1", "Pod", "a", "c")
     assert moved_to([finding], ref) == (dataclasses.replace(finding, object=ref),)
+    placed = dataclasses.replace(finding, file="f.yaml", document=1, line=2, column=3)
+    assert finding.located("f.yaml", 1, 2, 3) == placed
+    priced = dataclasses.replace(finding, impact=Impact(1.5, None, inputs, None), severity=Severity.LOW)
+    assert finding.priced(Impact(1.5, None, inputs, None), Severity.LOW) == priced
 
 
 def test_a_remembered_evaluation_past_its_deadline_is_not_given() -> None:
