@@ -56,6 +56,7 @@ COMPILED = [
     "kubegap/raw.py",
     "kubegap/records.py",
     "kubegap/workloads.py",
+    "kubegap/yamltags.py",  # the tag of each node lint's parser composes
 ]
 # Written beside the compiled modules: the digest of each one's source, so that a compiled module left
 # older than its source can be told (kubegap.native).

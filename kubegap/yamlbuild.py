@@ -21,12 +21,11 @@ from typing import Any
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from kubegap import integers
+from kubegap.yamltags import MAP, SEQ, STR, Resolve
 
 _TAG = "tag:yaml.org,2002:"
-STR, NULL, BOOL, INT, FLOAT = (_TAG + name for name in ("str", "null", "bool", "int", "float"))
-SEQ, MAP = _TAG + "seq", _TAG + "map"
+NULL, BOOL, INT, FLOAT = (_TAG + name for name in ("null", "bool", "int", "float"))
 _SHORT = 18  # a decimal this short always fits int64 (as in kubegap.integers)
-_REMEMBERED, _REMEMBERED_LENGTH = 4096, 64  # resolved texts kept per loader class: at most 256K chars
 
 
 class Unsure(Exception):
@@ -140,7 +139,11 @@ def resolver_hooks(base: type[Any], resolvers: dict[Any, list[Any]]) -> dict[str
     libyaml's composer asks for the tag of every node. Collections, quoted scalars and plain scalars whose
     first character starts no implicit resolver (most keys and strings) are answered at once; the rest
     go through the resolver's regular expressions once per distinct short text (manifests repeat
-    `name`, `true`, `8` and the like thousands of times), remembered in a bounded table.
+    `name`, `true`, `8` and the like thousands of times), remembered in a bounded table. The answer is
+    `BaseResolver.resolve`'s for the class's `resolvers`, with no path or wildcard resolver (refused here):
+    the first of the resolvers for the text's first character whose expression matches, else a string.
+    It is a compiled object (kubegap.yamltags) held as a static method, as a compiled function would not
+    bind to the loader: the composer's calls, 139 for a manifest of the lint corpus, run no Python.
 
     The composer also calls `descend_resolver(parent, index)` and `ascend_resolver()` around every node,
     which only track path resolvers. None are registered, so both become C built-ins that accept those
@@ -149,25 +152,8 @@ def resolver_hooks(base: type[Any], resolvers: dict[Any, list[Any]]) -> dict[str
     """
     if base.yaml_path_resolvers or resolvers.get(None):
         raise AssertionError("path or wildcard resolvers would change the answers")
-    first = frozenset(char for char, entries in resolvers.items() if entries)
-    careful = base.resolve
-    known: dict[str, str] = {}
-
-    # `implicit`: a pair of bools for a scalar, one bool for a collection (PyYAML's composer)
-    def resolve(self: Any, kind: type[Node], value: Any, implicit: Any) -> str:
-        if kind is not ScalarNode:
-            return SEQ if kind is SequenceNode else MAP
-        if not implicit[0] or value[:1] not in first:
-            return STR
-        tag = known.get(value)
-        if tag is None:
-            tag = careful(self, kind, value, implicit)
-            if len(value) <= _REMEMBERED_LENGTH and len(known) < _REMEMBERED:
-                known[value] = tag
-        return tag
-
     return {
-        "resolve": resolve,
+        "resolve": staticmethod(Resolve(resolvers)),
         "descend_resolver": staticmethod(slice),
         "ascend_resolver": staticmethod(tuple),
     }
