@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import time
 from collections.abc import Sequence
 
 import pytest
@@ -48,3 +50,63 @@ def test_without_fork_the_work_stays_in_this_process(monkeypatch: pytest.MonkeyP
     total = forked.PARALLEL_MIN_FILES * 2
     seen = list(forked.each_file(lambda index: (index, os.getpid()), total, jobs=2))
     assert seen == [(index, os.getpid()) for index in range(total)]
+
+
+def test_an_exception_in_a_worker_is_raised_where_its_result_would_come() -> None:
+    def task(run: Sequence[int]) -> int:
+        if 70 in run:
+            raise ValueError(f"run from {run[0]}")
+        return len(run)
+
+    results = forked.each_run(task, 128, jobs=2)
+    first = next(results)
+    with pytest.raises(ValueError, match="run from"):
+        list(results)
+    assert first == len(forked.runs(range(128), 2)[0])
+
+
+def test_a_worker_that_dies_is_an_error_never_a_missing_result() -> None:
+    def task(run: Sequence[int]) -> int:
+        if 70 in run:
+            os._exit(3)  # as a crash would end it, without a word
+        return len(run)
+
+    with pytest.raises(forked.WorkerDied, match="exit code 3"):
+        list(forked.each_run(task, 128, jobs=2))
+
+
+def test_results_larger_than_a_pipe_holds_come_whole_and_in_order() -> None:
+    big = list(forked.each_run(lambda run: bytes([run[0] % 256]) * (1 << 20), 128, jobs=2))
+    starts = [run[0] for run in forked.runs(range(128), 2)]
+    assert big == [bytes([start % 256]) * (1 << 20) for start in starts]
+
+
+def test_more_runs_than_a_pipe_holds_numbers_are_all_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 20,000 runs: 80,000 bytes of run numbers, more than a pipe holds (64 KiB on Linux), so the numbers
+    # are written as the workers take them
+    monkeypatch.setattr(forked, "runs", lambda items, jobs: [items[i : i + 1] for i in range(len(items))])
+    assert list(forked.each_file(lambda index: index * 2, 20_000, jobs=2)) == list(range(0, 40_000, 2))
+
+
+def test_a_caller_that_stops_reading_stops_the_workers_at_once() -> None:
+    # The runs after the first would take an hour: the workers are stopped, not waited for. A guard ends
+    # the test if they are waited for (a failure, not a measurement).
+    def task(run: Sequence[int]) -> int:
+        if run[0] > 0:
+            time.sleep(3600)
+        return os.getpid()
+
+    def waited(*_: object) -> None:
+        raise AssertionError("the workers were waited for")
+
+    previous = signal.signal(signal.SIGALRM, waited)
+    signal.alarm(60)
+    try:
+        results = forked.each_run(task, 128, jobs=2)
+        pid = next(results)
+        results.close()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # stopped and reaped
