@@ -55,11 +55,13 @@ def scalar(value: object) -> str:
         return "false"
     if isinstance(value, str):
         return encode_basestring(value)
+    # compiled, `str` of a number is a call in C, where `int.__repr__(value)` looks the method up by name;
+    # a subclass (an IntEnum member) may have a `str` of its own, and the encoder writes its number
     if isinstance(value, int):
-        return int.__repr__(value)
+        return str(value) if type(value) is int else int.__repr__(value)
     if isinstance(value, float):
         if math.isfinite(value):
-            return float.__repr__(value)
+            return str(value) if type(value) is float else float.__repr__(value)
         return "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 

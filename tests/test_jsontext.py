@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 from typing import Any
 
@@ -42,6 +43,23 @@ def test_what_json_cannot_encode_is_refused_as_json_dumps_refuses_it() -> None:
 SCALARS: list[Any] = [None, True, False, 0, -3, 2**80, 0.1, -0.0, 1e-05, 1e22, 530.0, 0.166667]
 SCALARS += [float("nan"), float("inf"), float("-inf"), 2.5e-7]
 SCALARS += ["", 'a "quoted" \\ path\n\ttab', "≈ 🚀", "\ud800", "\x00\x1f"]
+
+
+class _Level(enum.IntEnum):  # numbers of a subclass: their own str() is not the number's
+    HIGH = 3
+
+    def __str__(self) -> str:
+        return "level high"
+
+
+class _Hours(float):
+    def __str__(self) -> str:
+        return "some hours"
+
+    __repr__ = __str__
+
+
+SCALARS += [_Level.HIGH, _Hours(1.5)]
 
 
 @pytest.mark.parametrize("value", SCALARS, ids=repr)
