@@ -30,7 +30,8 @@ CAN_FORK = hasattr(os, "fork")
 _RUNS_PER_JOB = 8
 _NUMBER = 4  # bytes of a run's number in the runs' pipe: reads this short are never split between readers
 _HEADER = 13  # a result's run number (4 bytes), its length (8) and whether it is an exception (1)
-_PIPE_BUF = select.PIPE_BUF // _NUMBER * _NUMBER  # a write this long is never split (POSIX)
+# a write this long is never split (POSIX; at least 512); read where there is fork, the module everywhere
+_PIPE_BUF = getattr(select, "PIPE_BUF", 512) // _NUMBER * _NUMBER
 
 
 class WorkerDied(RuntimeError):
@@ -91,12 +92,8 @@ class _Pool:
             for _ in range(jobs):
                 results, results_in = os.pipe()
                 pid = os.fork()
-                if pid == 0:  # the worker: it holds no end of the pipes but its two
-                    os.close(self.numbers)
-                    os.close(results)
-                    for fd in self.workers:
-                        os.close(fd)
-                    _serve(task, work, numbers, results_in)
+                if pid == 0:  # the worker: it keeps no end of the pipes but its two
+                    _serve(task, work, numbers, results_in, [self.numbers, results, *self.workers])
                 os.close(results_in)
                 self.workers[results] = pid
         except BaseException:
@@ -188,13 +185,19 @@ def _take(buffer: bytearray, done: dict[int, tuple[bool, Any]]) -> None:
 
 
 def _serve(
-    task: Callable[[Sequence[int]], Any], work: list[Sequence[int]], numbers: int, results: int
+    task: Callable[[Sequence[int]], Any],
+    work: list[Sequence[int]],
+    numbers: int,
+    results: int,
+    others: list[int],  # the ends of the pipes the worker has no use for
 ) -> NoReturn:
-    """A worker: each run whose number it reads, until none is left; its end is `os._exit`, so nothing of
-    the parent's (buffered output, exit handlers) runs twice."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops the workers
+    """A worker: each run whose number it reads, until none is left; its end is `os._exit`, whatever
+    happens, so nothing of the parent's (its buffered output, exit handlers, the pool) runs twice."""
     code = 0
     try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops the workers
+        for fd in others:
+            os.close(fd)
         while number := os.read(numbers, _NUMBER):
             index = int.from_bytes(number, "little")
             try:
