@@ -143,7 +143,7 @@ def resolver_hooks(base: type[Any], resolvers: dict[Any, list[Any]]) -> dict[str
     `BaseResolver.resolve`'s for the class's `resolvers`, with no path or wildcard resolver (refused here):
     the first of the resolvers for the text's first character whose expression matches, else a string.
     It is a compiled object (kubegap.yamltags) held as a static method, as a compiled function would not
-    bind to the loader: the composer's calls, 139 for a manifest of the lint corpus, run no Python.
+    bind to the loader: compiled, the composer's calls (139 for a manifest of the lint corpus) run no Python.
 
     The composer also calls `descend_resolver(parent, index)` and `ascend_resolver()` around every node,
     which only track path resolvers. None are registered, so both become C built-ins that accept those

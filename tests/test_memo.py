@@ -176,8 +176,8 @@ def test_many_configmaps_are_not_worth_a_digest() -> None:
     assert engine.memo is not None and engine.memo.hits == 0
 
 
-def test_moved_to_and_located_keep_every_field_but_the_ones_they_set() -> None:
-    # every field a value of its type that no default has, so that a field moved_to forgets is told
+def test_moved_to_located_and_priced_keep_every_field_but_the_ones_they_set() -> None:
+    # every field a value of its type that no default has, so that a field one of them forgets is told
     inputs = Inputs(8, 2e-5, Term(0.5, "d"), Term(0.2, "r"), None, Term(72.0, "t"), Term(0.01, "s"))
     typed: dict[str, Any] = {
         "severity": Severity.CRITICAL,
