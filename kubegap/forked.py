@@ -91,7 +91,12 @@ class _Pool:
         try:
             for _ in range(jobs):
                 results, results_in = os.pipe()
-                pid = os.fork()
+                try:
+                    pid = os.fork()
+                except OSError:  # no process to be had (a limit on processes): the pipe is not kept
+                    os.close(results)
+                    os.close(results_in)
+                    raise
                 if pid == 0:  # the worker: it keeps no end of the pipes but its two
                     _serve(task, work, numbers, results_in, [self.numbers, results, *self.workers])
                 os.close(results_in)

@@ -6,6 +6,7 @@ import os
 import signal
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -110,3 +111,30 @@ def test_a_caller_that_stops_reading_stops_the_workers_at_once() -> None:
         signal.signal(signal.SIGALRM, previous)
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # stopped and reaped
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts open files through /proc (Linux)")
+def test_a_worker_that_cannot_be_forked_is_an_error_that_keeps_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    started: list[int] = []
+    real_fork = os.fork
+
+    def fork() -> int:  # the second worker finds the process limit reached
+        if started:
+            raise BlockingIOError("Resource temporarily unavailable")
+        pid = real_fork()
+        if pid:
+            started.append(pid)
+        return pid
+
+    def open_files() -> list[str]:
+        return sorted(entry.name for entry in Path("/proc/self/fd").iterdir())
+
+    monkeypatch.setattr(os, "fork", fork)
+    before = open_files()
+    with pytest.raises(BlockingIOError):
+        list(forked.each_run(lambda run: len(run), 128, jobs=2))
+    assert open_files() == before  # every pipe closed
+    with pytest.raises(ProcessLookupError):
+        os.kill(started[0], 0)  # the first worker stopped and reaped
