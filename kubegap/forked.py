@@ -211,9 +211,7 @@ def _serve(
                 value, failed = exc, True
             data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
             head = index.to_bytes(_NUMBER, "little") + len(data).to_bytes(8, "little") + bytes([failed])
-            _write(results, head + data if len(data) < 1 << 16 else head)
-            if len(data) >= 1 << 16:
-                _write(results, data)
+            _write(results, head + data)
     except BaseException:
         traceback.print_exc()
         code = 1

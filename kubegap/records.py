@@ -61,10 +61,10 @@ def changed(obj: _T, **changes: Any) -> _T:
     """`dataclasses.replace`, at a quarter of its cost (0.9 against 3.3 µs for a finding, measured): every
     failing finding is rebuilt with its price."""
     cls = type(obj)
-    values = fields_of(cls)[1]
+    names, values = fields_of(cls)
     at = _INDEXES.get(cls)
     if at is None:  # a field's position by its name, looked up in a dict: `tuple.index` compared names
-        at = _INDEXES[cls] = {name: index for index, name in enumerate(fields_of(cls)[0])}
+        at = _INDEXES[cls] = {name: index for index, name in enumerate(names)}
     new = list(values(obj))
     for name, value in changes.items():
         index = at.get(name)

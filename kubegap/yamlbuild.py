@@ -21,10 +21,9 @@ from typing import Any
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from kubegap import integers
-from kubegap.yamltags import MAP, SEQ, STR, Resolve
+from kubegap.yamltags import MAP, SEQ, STR, TAG, Resolve
 
-_TAG = "tag:yaml.org,2002:"
-NULL, BOOL, INT, FLOAT = (_TAG + name for name in ("null", "bool", "int", "float"))
+NULL, BOOL, INT, FLOAT = (TAG + name for name in ("null", "bool", "int", "float"))
 _SHORT = 18  # a decimal this short always fits int64 (as in kubegap.integers)
 
 

@@ -39,17 +39,16 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from kubegap import integers, yamlbuild
 from kubegap.enginerules import TOO_DEEP
 from kubegap.errors import KubegapError
+from kubegap.yamltags import TAG
 
 MAX_DEPTH = 100
 MAX_ALIAS_NODES = 100_000
 
-_PLAIN_TAGS = frozenset(
-    f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "int", "float", "str", "seq", "map")
-)
+_PLAIN_TAGS = frozenset(TAG + name for name in ("null", "bool", "int", "float", "str", "seq", "map"))
 # Timestamps stay strings (metadata dates must reach policies as text); `=` is a plain string too
 # (PyYAML resolves it to a `value` tag it cannot construct).
-_DROPPED_RESOLVERS = frozenset({"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:value"})
-_MERGE_TAG = "tag:yaml.org,2002:merge"
+_DROPPED_RESOLVERS = frozenset({TAG + "timestamp", TAG + "value"})
+_MERGE_TAG = TAG + "merge"
 _TOO_DEEP = f"nesting is deeper than {MAX_DEPTH} levels"
 
 
@@ -133,8 +132,8 @@ def _strict(base: type[Any]) -> type[Any]:
         tag: fn for tag, fn in base.yaml_constructors.items() if tag in _PLAIN_TAGS
     }
     constructors[None] = _reject_tag
-    constructors["tag:yaml.org,2002:int"] = _construct_int
-    for tag in ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:float"):
+    constructors[yamlbuild.INT] = _construct_int
+    for tag in (yamlbuild.BOOL, yamlbuild.FLOAT):
         constructors[tag] = _readable(constructors[tag])
     attrs = {
         "yaml_implicit_resolvers": resolvers,

@@ -11,9 +11,10 @@ from typing import Any, Final
 
 from yaml.nodes import ScalarNode, SequenceNode
 
-STR: Final = "tag:yaml.org,2002:str"
-SEQ: Final = "tag:yaml.org,2002:seq"
-MAP: Final = "tag:yaml.org,2002:map"
+TAG: Final = "tag:yaml.org,2002:"  # the prefix of YAML's own tags
+STR: Final = TAG + "str"
+SEQ: Final = TAG + "seq"
+MAP: Final = TAG + "map"
 _REMEMBERED, _REMEMBERED_LENGTH = 4096, 64  # resolved texts kept per loader class: at most 256K chars
 
 
