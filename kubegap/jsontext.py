@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from json.encoder import encode_basestring  # the C function where there is one
 from typing import Any
 
@@ -69,3 +69,26 @@ def scalar(value: object) -> str:
 def strings(values: Sequence[str]) -> str:
     """A list of strings' JSON text, as the encoder without `ensure_ascii` writes it."""
     return f"[{', '.join(map(encode_basestring, values))}]"
+
+
+def joined(texts: Iterable[str], after: bool = False) -> list[str]:
+    """`", ".join(texts)` in pieces that make that text one after another: each run of ASCII texts joined
+    into one piece, every other text a piece of its own. One character beyond ASCII makes a joined string
+    two or four bytes a character (a remediation's `…` made every piece of a lint run so), which a
+    worker's pickle, reading it back and writing it out then take character by character, where ASCII is
+    copied whole. `after`: a piece comes before these, so the first starts with the separator."""
+    pieces: list[str] = []
+    run: list[str] = []
+    for text in texts:
+        if text.isascii():  # a flag of the string: no character is read
+            if not run and (pieces or after):
+                run.append("")  # joined, the run starts with the separator after what came before
+            run.append(text)
+            continue
+        if run:
+            pieces.append(", ".join(run))
+            run = []
+        pieces.append(", " + text if pieces or after else text)
+    if run:
+        pieces.append(", ".join(run))
+    return pieces

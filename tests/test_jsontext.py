@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubegap import jsontext
 
@@ -76,3 +78,22 @@ def test_what_is_not_a_scalar_is_refused_as_json_dumps_refuses_it() -> None:
     for value in ([1], {"a": 1}, object()):
         with pytest.raises(TypeError, match="not JSON serializable"):
             jsontext.scalar(value)
+
+
+TEXTS = st.lists(st.sampled_from(['{"a": 1}', "ascii", "", "\u00d7", "mlx5_0,…", "🚀", '"≈"']), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=TEXTS, after=st.booleans())
+def test_texts_joined_in_pieces_make_the_joined_text(texts: list[str], after: bool) -> None:
+    pieces = jsontext.joined(texts, after)
+    assert "".join(pieces) == (", " if after and texts else "") + ", ".join(texts)
+    # what one character beyond ASCII would widen stays in a piece of its own
+    assert all(piece.isascii() or piece.removeprefix(", ") in texts for piece in pieces)
+    assert len(pieces) <= len(texts)
+
+
+def test_a_run_of_ascii_texts_is_one_piece() -> None:
+    assert jsontext.joined(["a", "b", "ü", "c", "d"]) == ["a, b", ", ü", ", c, d"]
+    assert jsontext.joined(["ü", "a"], after=True) == [", ü", ", a"]
+    assert jsontext.joined([], after=True) == []
