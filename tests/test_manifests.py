@@ -4,10 +4,13 @@ import codecs
 import contextlib
 import io
 import os
+import re
 import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubegap import manifests
 from kubegap.errors import UsageError
@@ -99,6 +102,18 @@ def test_bad_inputs_become_error_documents(
     case: str, content: bytes, expected: list[tuple[str, int]]
 ) -> None:
     assert outcomes(read_bytes(content)) == expected
+
+
+# What a marker line is (YAML 1.2 §9.1), written as it reads: `---` or `...` at a line's start, then a space,
+# a tab or the line's end. The reader searches for it another way (kubegap.manifests._MARKER).
+MARKER_LINE = re.compile(r"^(?:---|\.\.\.)(?=[ \t]|$)", re.MULTILINE)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(["---", "...", "--", "-", ".", "\n", " ", "\t", "a", "#"]), max_size=16))
+def test_marker_lines_are_found_where_they_are_and_nowhere_else(parts: list[str]) -> None:
+    text = "".join(parts)
+    assert list(manifests._markers(text)) == [m.start() for m in MARKER_LINE.finditer(text)]
 
 
 def test_alias_bomb_and_deep_nesting_are_errors_beside_good_documents() -> None:
