@@ -74,6 +74,15 @@ def test_a_list_of_strings_is_written_as_json_dumps_writes_it() -> None:
         assert jsontext.strings(values) == json.dumps(list(values), ensure_ascii=False)
 
 
+def test_a_string_seen_before_is_written_the_same_and_few_are_kept() -> None:
+    values = [f'line {i} "quoted" \\ é\n' for i in range(jsontext._QUOTED_KEPT + 10)]
+    expected = [json.dumps(v, ensure_ascii=False) for v in values]
+    for _ in range(2):  # the second time, from what was kept
+        assert [jsontext.scalar(v) for v in values] == expected
+        assert jsontext.strings(values[:3]) == f"[{', '.join(expected[:3])}]"
+    assert 0 < len(jsontext._QUOTED) <= jsontext._QUOTED_KEPT
+
+
 def test_what_is_not_a_scalar_is_refused_as_json_dumps_refuses_it() -> None:
     for value in ([1], {"a": 1}, object()):
         with pytest.raises(TypeError, match="not JSON serializable"):
