@@ -121,7 +121,7 @@ def _lint(args: argparse.Namespace) -> int:
     from kubegap.charts import chart_dirs
     from kubegap.evaluate import build_engine
     from kubegap.inputs import expand
-    from kubegap.lint import Output, exit_code, jobs_from, lint
+    from kubegap.lint import Output, exit_code, jobs_from, lint_files
     from kubegap.options import parse_outputs, settings_from_args
     from kubegap.reports import registry
 
@@ -129,7 +129,7 @@ def _lint(args: argparse.Namespace) -> int:
     engine = build_engine(settings)
     paths = [*args.paths, *(_bundled_examples() if args.examples else [])]
     notes: list[str] = []
-    files = [path or "-" for _, path in expand(paths, (*settings.exclude, *args.exclude), notes)]
+    files = expand(paths, (*settings.exclude, *args.exclude), notes)
     for note in notes:
         print(f"kubegap: {note}", file=sys.stderr)
     if not paths:
@@ -141,7 +141,7 @@ def _lint(args: argparse.Namespace) -> int:
     # before linting, so that a typo fails at once
     outputs = parse_outputs(args.output, registry.names(registry.LINT))
     formats = {args.format, *(fmt for fmt, _ in outputs)}
-    stdin = sys.stdin.buffer if "-" in files else None
+    stdin = sys.stdin.buffer if any(path is None for _, path in files) else None
     charts = chart_dirs([*settings.chart_dirs, *args.chart_dir])
     jobs = jobs_from(args.jobs)
     # Only the formats that count or list passes need them kept (SARIF, JUnit, PolicyReport).
@@ -153,7 +153,7 @@ def _lint(args: argparse.Namespace) -> int:
         fixable="text" in formats,
         suggest="sarif" in formats,
     )
-    report = lint(files, engine, stdin, jobs, output)
+    report = lint_files(files, engine, stdin, jobs, output)
     rendered = _report(report, engine)
     for fmt, path in outputs:
         registry.write_file(path, fmt, rendered)

@@ -38,7 +38,7 @@ def expand(
         if given == STDIN:
             files.append((STDIN_NAME, None))
             continue
-        try:  # one stat per path, without a `Path` (which took two thirds of it): lint expands twice
+        try:  # one stat per path, without a `Path` (which took two thirds of it)
             mode = os.stat(given).st_mode  # noqa: PTH116
         except (OSError, ValueError) as err:
             if isinstance(err, OSError) and err.errno not in _MISSING:

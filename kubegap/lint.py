@@ -275,7 +275,17 @@ def lint(
     output: Output = Output(),
 ) -> LintReport:
     """Lint files, folders and `-`; with jobs > 1 and enough files, in worker processes sharing the engine."""
-    expanded = inputs.expand(paths)  # expanded once: each run reads its share of this list
+    return lint_files(inputs.expand(paths), engine, stdin, jobs, output)
+
+
+def lint_files(
+    expanded: Sequence[tuple[str, str | None]],
+    engine: Engine,
+    stdin: IO[bytes] | None = None,
+    jobs: int = 1,
+    output: Output = Output(),
+) -> LintReport:
+    """Lint the files `inputs.expand` listed (the command line lists them once): each run reads its share."""
     files = [path for _, path in expanded]
     data = None
     if None in files:  # stdin can be read only once: read here, then linted from memory

@@ -300,7 +300,7 @@ def test_internal_error_exits_3(capsys: pytest.CaptureFixture[str], monkeypatch:
     def explode(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(lint, "lint", explode)
+    monkeypatch.setattr(lint, "lint_files", explode)
     code, _, err = run(capsys, "lint", COMPLIANT)
     assert code == 3
     assert "internal error" in err and "RuntimeError: boom" in err
