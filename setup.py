@@ -31,6 +31,7 @@ COMPILED = [
     "kubegap/facts/",
     "kubegap/activation.py",
     "kubegap/annotationkeys.py",
+    "kubegap/audit/spool.py",  # an object's findings made into rows, in the audit's workers
     "kubegap/audit/verdict.py",  # a verdict per object, made in the audit's workers
     "kubegap/batch.py",
     "kubegap/celcost.py",
@@ -55,6 +56,7 @@ COMPILED = [
     "kubegap/quantities.py",
     "kubegap/raw.py",
     "kubegap/records.py",
+    "kubegap/reports/json.py",  # a finding's JSON text, in lint's and the audit's workers
     "kubegap/workloads.py",
     "kubegap/yamltags.py",  # the tag of each node lint's parser composes
 ]
