@@ -150,7 +150,7 @@ class Reviewer:
         split = self._split(evaluation.findings, namespace)
         # one increment per series, not per result: a 64-job JobSet gives 1,160 results (passes included),
         # and each increment takes a lock (and writes a file under gunicorn's multiprocess mode)
-        counted = Counter((r.policy, r.rule, r.result.value) for r in evaluation.results)
+        counted = Counter((r.policy, r.rule, r.result._value_) for r in evaluation.results)
         for labels, count in counted.items():
             self.metrics.inc(RESULTS, labels, count)
         deny_errors = bool(split.errors) and self._config.on_error is OnError.DENY

@@ -69,7 +69,7 @@ def denial(ref: ObjectRef, denied: Sequence[Finding], reasons: Sequence[str] = (
 def _item(finding: Finding) -> str:
     at = f" ({finding.where()})" if finding.where() else ""
     fix = f" Fix: {finding.remediation.strip()}" if finding.remediation.strip() else ""
-    head = f"[{finding.severity.value}] {finding_id(finding)}{worth(finding)}{at}"
+    head = f"[{finding.severity._value_}] {finding_id(finding)}{worth(finding)}{at}"
     text = f"{head}: {finding.message.strip()}{fix}"
     return _cut_bytes(" ".join(text.split()), MAX_ITEM_BYTES)
 
@@ -144,8 +144,8 @@ def details(findings: Sequence[Finding]) -> str:
 
 
 def _record(finding: Finding) -> dict[str, object]:
-    record: dict[str, object] = {"id": finding_id(finding), "severity": finding.severity.value}
-    record["result"] = finding.result.value
+    record: dict[str, object] = {"id": finding_id(finding), "severity": finding.severity._value_}
+    record["result"] = finding.result._value_
     optional = {"role": finding.role, "container": finding.container, "path": finding.path}
     record |= {key: value for key, value in optional.items() if value}
     record |= {"message": finding.message.strip(), "fix": finding.remediation.strip()}
