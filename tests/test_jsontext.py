@@ -81,6 +81,9 @@ def test_a_string_seen_before_is_written_the_same_and_few_are_kept() -> None:
         assert [jsontext.scalar(v) for v in values] == expected
         assert jsontext.strings(values[:3]) == f"[{', '.join(expected[:3])}]"
     assert 0 < len(jsontext._QUOTED) <= jsontext._QUOTED_KEPT
+    long = "é" * (jsontext._QUOTED_LONGEST + 1)
+    assert jsontext.scalar(long) == json.dumps(long, ensure_ascii=False)
+    assert long not in jsontext._QUOTED  # a long value is quoted, not kept
 
 
 def test_what_is_not_a_scalar_is_refused_as_json_dumps_refuses_it() -> None:
