@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from itertools import islice
-from typing import Any
+from typing import Any, Final
 
 from kubegap import jsontext
 from kubegap.findings import Finding, Impact, ObjectRef, WorkloadCost
@@ -22,7 +22,7 @@ from kubegap.reports.report import Report
 # encoder, built once (kubegap.jsontext), for what the records do not write themselves (`json_text`: a
 # finding, its impact, a workload): objects' references, the summary, the coverage. What it encodes is
 # built by the records' `to_json`, never a cycle, so it checks for none.
-_dump = jsontext.encoder(ensure_ascii=False)
+_dump: Final = jsontext.encoder(ensure_ascii=False)
 
 # A priced finding's text by the id of its impact: the copies of a finding the audit tells of other
 # objects (kubegap.memo) share every field but the object, and writing it anew was most of an audit
@@ -32,12 +32,13 @@ _dump = jsontext.encoder(ensure_ascii=False)
 # copy first asks (`_Around`): lint's findings each have an impact of their own, and cutting every text
 # up front was an eighth of a finding's text.
 _Around = tuple[tuple[Any, ...], tuple[Any, ...], str, str]  # fields before and after, text before and after
-_COPIES: dict[int, tuple[Finding, str, _Around | None]] = {}
-_COPIES_KEPT = 1024
+# Final: compiled, a constant is read where a module's name is looked up each time
+_COPIES: Final[dict[int, tuple[Finding, str, _Around | None]]] = {}
+_COPIES_KEPT: Final = 1024
 _NAMES, _VALUES = fields_of(Finding)
-_AT = _NAMES.index("object")
+_AT: Final = _NAMES.index("object")
 # Before the object come only strings, and a `"` inside a string is escaped: the first of these is the key.
-_OBJECT_KEY = '"object": '
+_OBJECT_KEY: Final = '"object": '
 
 
 def finding_text(finding: Finding) -> str:
