@@ -11,7 +11,7 @@ import datetime
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from kubegap import batch, celcost, exemptions
 from kubegap.cel import Backend, CelError
@@ -218,7 +218,7 @@ class Run:
         return place
 
 
-_SCOPES = {"node": "node", "cluster-node": "cluster", "pool": "cluster"}
+_SCOPES: Final = {"node": "node", "cluster-node": "cluster", "pool": "cluster"}
 
 
 def _scope(unit: Unit | None, ref: ObjectRef, facts: ObjectFacts) -> str:

@@ -7,6 +7,7 @@ both read as if they worked. Each unknown key becomes one finding, with the near
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Final
 
 from kubegap.enginerules import ANNOTATIONS, UNKNOWN_KEY
 from kubegap.facts import ObjectFacts
@@ -17,7 +18,7 @@ from kubegap.findings import Check, Finding, ObjectRef, Severity, fail
 from kubegap.policy import EXEMPTION_PREFIX
 from kubegap.suggest import did_you_mean
 
-PREFIXES = ("kubegap.dev/", EXEMPTION_PREFIX)
+PREFIXES: Final = ("kubegap.dev/", EXEMPTION_PREFIX)
 
 
 def known_keys(catalogue: Catalogue, policy_ids: Iterable[str]) -> frozenset[str]:

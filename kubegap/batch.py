@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from kubegap import celcost, celops, fastcel
 from kubegap.cel import Backend, CelError, Deferred, Program
@@ -29,12 +29,12 @@ if TYPE_CHECKING:
     from kubegap.activation import Group, Run
     from kubegap.facts import Unit
 
-UNITS = (
+UNITS: Final = (
     "kubegapUnits"  # each scope's units are the CEL variable kubegapUnits_<scope> (declared in kubegap.cel)
 )
-_UNIT = "kubegapUnit"
+_UNIT: Final = "kubegapUnit"
 # What each scope's units bind beside facts and params (kubegap.facts builds them).
-SCOPE_BINDINGS: dict[str, tuple[str, ...]] = {
+SCOPE_BINDINGS: Final[dict[str, tuple[str, ...]]] = {
     "workload": (),
     "template": ("template",),
     "container": ("template", "container"),

@@ -16,7 +16,7 @@ import functools
 import re
 import warnings
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from kubegap import cel
 from kubegap.integers import INT64_MAX, INT64_MIN
@@ -26,8 +26,8 @@ class Unsure(Exception):
     """The fast path cannot be certain of CEL's answer here: the runtime evaluates the program."""
 
 
-_SCALARS = (str, bool, float, type(None))
-_NUMBERS = (int, float)
+_SCALARS: Final = (str, bool, float, type(None))
+_NUMBERS: Final = (int, float)
 
 
 def boolean(value: Any) -> bool:
@@ -237,8 +237,8 @@ def double(value: Any) -> float:
 
 
 # Text both runtimes read as a number alike; anything else (spaces, signs, exponents, inf) is theirs.
-_WHOLE = re.compile(r"-?[0-9]{1,18}")
-_DECIMAL = re.compile(r"-?[0-9]{1,15}(?:\.[0-9]{1,15})?")
+_WHOLE: Final = re.compile(r"-?[0-9]{1,18}")
+_DECIMAL: Final = re.compile(r"-?[0-9]{1,15}(?:\.[0-9]{1,15})?")
 
 
 def _text(*values: Any) -> None:
@@ -296,12 +296,12 @@ def joined(items: Any) -> str:
 # RE2 runs in linear time and Python's re backtracks, so a pattern is only taken where backtracking stays
 # small on the text it gets: no repeated group, at most two unbounded repeats (`*`, `+`, `{n,}`), and with
 # any, anchored at a line's start; the text is then held to a length at which the worst case is cheap.
-_FLAGS = re.compile(r"\(\?([ims]+)\)")
-_CLASS_ESCAPES = {"d": "0-9", "w": "0-9A-Za-z_", "s": r"\t\n\f\r "}
-_REPEAT = re.compile(r"\{(\d+)(,(\d*))?\}")
-_RANGE_AFTER = re.compile(r"-[^\]]")
-_LONGEST = {0: 1 << 62, 1: 100_000, 2: 2_000}  # text length by the number of unbounded repeats
-_UNSURE: tuple[None, bool, int] = (None, False, 0)
+_FLAGS: Final = re.compile(r"\(\?([ims]+)\)")
+_CLASS_ESCAPES: Final = {"d": "0-9", "w": "0-9A-Za-z_", "s": r"\t\n\f\r "}
+_REPEAT: Final = re.compile(r"\{(\d+)(,(\d*))?\}")
+_RANGE_AFTER: Final = re.compile(r"-[^\]]")
+_LONGEST: Final = {0: 1 << 62, 1: 100_000, 2: 2_000}  # text length by the number of unbounded repeats
+_UNSURE: Final[tuple[None, bool, int]] = (None, False, 0)
 
 
 @functools.lru_cache(maxsize=256)

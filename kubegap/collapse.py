@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Final
 
 from kubegap.facts import Unit
 from kubegap.fieldpath import render
 from kubegap.findings import Finding
 from kubegap.records import changed
 
-_INDEX = re.compile(r"(containers|initContainers)\[\d+\]")
+_INDEX: Final = re.compile(r"(containers|initContainers)\[\d+\]")
 
 
 def _said(finding: Finding, role: str | None, path: str | None, *more: object) -> tuple[object, ...]:

@@ -9,12 +9,23 @@ from __future__ import annotations
 import functools
 import math
 import re
+from typing import Final
 
-# Go accepts the micro sign (U+00B5) and the Greek mu (U+03BC) for microseconds (pkg.go.dev/time).
-_GO_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")  # ASCII digits, as in Go
-_GO_SCALE = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_HMS = re.compile(r"(?:([0-9]+)\s*days?,\s*)?([0-9]+):([0-5]?[0-9]):([0-5]?[0-9](?:\.[0-9]+)?)\Z")
-_UNIT_SECONDS = {"s": 1.0, "min": 60.0, "h": 3600.0}
+# ASCII digits, as in Go; Go accepts the micro sign (U+00B5) and the Greek mu (U+03BC) for microseconds
+# (pkg.go.dev/time).
+_GO_PART: Final = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
+_GO_SCALE: Final = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "μs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+_HMS: Final = re.compile(r"(?:([0-9]+)\s*days?,\s*)?([0-9]+):([0-5]?[0-9]):([0-5]?[0-9](?:\.[0-9]+)?)\Z")
+_UNIT_SECONDS: Final = {"s": 1.0, "min": 60.0, "h": 3600.0}
 
 
 def parse_go(text: str) -> float:
@@ -83,12 +94,12 @@ def _parse_in_unit(text: str, unit: str) -> float:
     raise ValueError(f"unknown unit {unit!r}")
 
 
-_remembered = functools.lru_cache(maxsize=4096)(_parse_in_unit)
+_remembered: Final = functools.lru_cache(maxsize=4096)(_parse_in_unit)
 
 
 # Seconds are shown to the millisecond: a value that shows as whole is written in hours and minutes, so
 # float noise from unit conversions and sums (5.000000001 h) does not leak into messages as "18000s".
-_SHOWN = 0.0005
+_SHOWN: Final = 0.0005
 
 
 @functools.lru_cache(maxsize=4096, typed=True)  # a report renders the same durations for every finding

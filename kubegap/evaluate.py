@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, Protocol
+from typing import Any, Final, NoReturn, Protocol
 
 from kubegap import annotationkeys, batch, judge, kinds, pricing
 from kubegap import facts as facts_module
@@ -41,7 +41,7 @@ from kubegap.findings import (
 from kubegap.impact import ImpactSettings
 from kubegap.memo import Memo
 
-MAX_DEPTH = 100  # cel-expr crashes on objects nested thousands deep; manifests never need a hundred
+MAX_DEPTH: Final = 100  # cel-expr crashes on objects nested thousands deep; manifests never need a hundred
 
 
 class DeadlineExceeded(KubegapError):

@@ -12,11 +12,12 @@ import datetime
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from kubegap.suggest import did_you_mean
 
-_RULES = re.compile(r"^\s*([a-z0-9][a-z0-9-]*(?:\s*,\s*[a-z0-9][a-z0-9-]*)*)\s*:\s*(.*)$", re.S)
-_UNTIL = re.compile(r"^\s*until\s+([^:]*?)\s*:\s*(.*)$", re.S)
+_RULES: Final = re.compile(r"^\s*([a-z0-9][a-z0-9-]*(?:\s*,\s*[a-z0-9][a-z0-9-]*)*)\s*:\s*(.*)$", re.S)
+_UNTIL: Final = re.compile(r"^\s*until\s+([^:]*?)\s*:\s*(.*)$", re.S)
 
 
 @dataclass(slots=True, unsafe_hash=True)

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Final
 
 FieldPath = tuple[str | int, ...]
 
-_PLAIN = re.compile(r"[A-Za-z_$][A-Za-z0-9_$-]*\Z")
-_TOKEN = re.compile(r"\.?([A-Za-z_$][A-Za-z0-9_$-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]")
+_PLAIN: Final = re.compile(r"[A-Za-z_$][A-Za-z0-9_$-]*\Z")
+_TOKEN: Final = re.compile(r"\.?([A-Za-z_$][A-Za-z0-9_$-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]")
 
 
 @functools.lru_cache(maxsize=8192)  # the same paths recur across objects of one shape
@@ -29,7 +30,7 @@ def render(path: FieldPath) -> str:
     return "".join(out)
 
 
-_CACHED_CHARACTERS = 512  # longer paths (an odd key) are parsed each time: the cache stays within 2 MB
+_CACHED_CHARACTERS: Final = 512  # longer paths (an odd key) are parsed each time: the cache stays within 2 MB
 
 
 def parse(text: str) -> FieldPath:

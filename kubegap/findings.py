@@ -6,7 +6,7 @@ import enum
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypedDict, Unpack
+from typing import Any, Final, TypedDict, Unpack
 
 from kubegap import raw
 from kubegap.enginerules import UNRESOLVED_COUNT
@@ -38,7 +38,7 @@ class Severity(enum.Enum):
         return self.rank < other.rank
 
 
-_RANK = {Severity.INFO: 0, Severity.LOW: 1, Severity.MEDIUM: 2, Severity.HIGH: 3, Severity.CRITICAL: 4}
+_RANK: Final = {Severity.INFO: 0, Severity.LOW: 1, Severity.MEDIUM: 2, Severity.HIGH: 3, Severity.CRITICAL: 4}
 
 
 class Result(enum.Enum):
@@ -524,7 +524,7 @@ class Counts:
         )
 
 
-_FAIL = Result.FAIL
+_FAIL: Final = Result.FAIL
 
 
 def worst(findings: Iterable[Finding]) -> Severity | None:

@@ -17,13 +17,13 @@ import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 
 from kubegap import durations
 from kubegap.jsontext import scalar
 from kubegap.records import reduced
 
-MONTH_HOURS = 720.0
+MONTH_HOURS: Final = 720.0
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -44,7 +44,7 @@ class ImpactSettings:
 
 
 # config key -> (field, unit): durations are Go durations or numbers in the stated unit
-SETTING_KEYS: Mapping[str, tuple[str, str]] = {
+SETTING_KEYS: Final[Mapping[str, tuple[str, str]]] = {
     "failuresPerGpuHour": ("failures_per_gpu_hour", "number"),
     "restartMinutes": ("restart_minutes", "number"),
     "manualRecoveryMinutes": ("manual_recovery_minutes", "number"),
@@ -202,7 +202,7 @@ class Inputs:
         return self.detection, self.restart, self.interval, self.runtime, self.save
 
 
-_TERM_NAMES = ("detection", "restart", "checkpointInterval", "runtime", "checkpointSave")
+_TERM_NAMES: Final = ("detection", "restart", "checkpointInterval", "runtime", "checkpointSave")
 
 
 def _term_changed(term: Term | None, before: Term | None) -> bool:

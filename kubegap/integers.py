@@ -18,8 +18,8 @@ INT64_MIN: Final = -(2**63)
 INT64_MAX: Final = 2**63 - 1
 # float64 ends near 1.8e308: an integer written with more characters than this cannot be in range, and
 # refusing it before conversion keeps a megabyte of digits from costing quadratic time.
-MAX_CHARACTERS = 400
-_SHORT = 18  # decimal text this short always fits int64
+MAX_CHARACTERS: Final = 400
+_SHORT: Final = 18  # decimal text this short always fits int64
 
 
 class NumberError(ValueError):

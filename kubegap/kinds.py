@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Final
 
 from kubegap import facts, raw, workloads
 from kubegap.facts import claim, disruption, env, lifecycle
@@ -194,9 +194,9 @@ KINDS: tuple[Kind, ...] = (
     ),
 )  # fmt: skip
 
-_BY_KEY: Mapping[tuple[str, str], Kind] = {(k.info.group, k.info.kind): k for k in KINDS}
+_BY_KEY: Final[Mapping[tuple[str, str], Kind]] = {(k.info.group, k.info.kind): k for k in KINDS}
 
-SUPPORTED_KINDS: tuple[KindInfo, ...] = tuple(k.info for k in KINDS)
+SUPPORTED_KINDS: Final[tuple[KindInfo, ...]] = tuple(k.info for k in KINDS)
 
 
 def row_of(obj: Any) -> Kind | None:

@@ -27,7 +27,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from kubegap import raw
 from kubegap.findings import ObjectRef, moved_to
@@ -36,8 +36,8 @@ from kubegap.records import changed
 if TYPE_CHECKING:
     from kubegap.evaluate import Evaluation
 
-CAPACITY = 256  # evaluations remembered: a few MB, the same at 10,000 objects as at 50,000
-_IDENTITY = frozenset(
+CAPACITY: Final = 256  # evaluations remembered: a few MB, the same at 10,000 objects as at 50,000
+_IDENTITY: Final = frozenset(
     {
         "name",
         "generateName",
@@ -52,16 +52,16 @@ _IDENTITY = frozenset(
         "deletionGracePeriodSeconds",
     }
 )
-_PLACEMENT = frozenset({"nodeName", "hostname"})  # a Pod's, set per pod
+_PLACEMENT: Final = frozenset({"nodeName", "hostname"})  # a Pod's, set per pod
 # What begins both keys by which an environment names a ConfigMap (`configMapRef`, `configMapKeyRef`,
 # kubegap.facts.env): a digest without it reads the same in every namespace. Any other text holding it
 # only costs a miss.
-_NAMES_CONFIGMAP = b"configMap"
+_NAMES_CONFIGMAP: Final = b"configMap"
 # What the digest hashes: marshal's version 2 writes each value by its type and content, with no
 # references between equal objects (version 3 on writes those by reference count), so equal content
 # gives equal bytes. It takes a sixth of the time `json.dumps` took (2 against 12 µs for a Job).
-_MARSHAL = 2
-_MAX_CONFIGMAPS = 8  # a context with more (lint's every ConfigMap of the input) is not worth a digest
+_MARSHAL: Final = 2
+_MAX_CONFIGMAPS: Final = 8  # a context with more (lint's every ConfigMap of the input) is not worth a digest
 
 
 def today() -> str:

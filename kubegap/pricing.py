@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from kubegap import durations
 from kubegap.facts import ObjectFacts
@@ -17,11 +17,12 @@ from kubegap.findings import Finding, Impact, ObjectRef, Result, Severity, Workl
 from kubegap.impact import ImpactSettings, Inputs, Term, lost_gpu_hours, severity_for, young_interval
 from kubegap.records import changed
 
-_UNKNOWN = "the cost model cannot price it: what the fix would change is not known (unresolved)"
-HANG_HOURS = 0.5  # IL-0421: a collective with nothing to end it hung 30 minutes until the agent killed it
-ASYNC_VARIABLES = ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING")
+_UNKNOWN: Final = "the cost model cannot price it: what the fix would change is not known (unresolved)"
+# IL-0421: a collective with nothing to end it hung 30 minutes until the agent killed it
+HANG_HOURS: Final = 0.5
+ASYNC_VARIABLES: Final = ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING")
 # Severity by value, looked up: calling an Enum class runs its metaclass in Python, for every priced failure
-_SEVERITY = {severity.value: severity for severity in Severity}
+_SEVERITY: Final = {severity.value: severity for severity in Severity}
 
 
 @dataclass(slots=True, unsafe_hash=True, init=False)
@@ -235,7 +236,7 @@ def _fix_rendezvous(s: Situation, limit: float | None) -> Situation:
     )
 
 
-FIXES: Mapping[str, Fix] = {
+FIXES: Final[Mapping[str, Fix]] = {
     "checkpointInterval": _fix_interval,
     "collectiveTimeout": _fix_timeout,
     "asyncErrorHandling": lambda s, _: changed(s, hang=False),
@@ -250,7 +251,7 @@ FIXES: Mapping[str, Fix] = {
     ),
     "rendezvousTimeout": _fix_rendezvous,
 }
-TERMS_WITH_PARAM = frozenset(
+TERMS_WITH_PARAM: Final = frozenset(
     {"checkpointInterval", "collectiveTimeout", "livenessProbe", "rendezvousTimeout"}
 )
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
+from typing import Any, Final
 
 from kubegap.integers import INT64_MAX
 
-_DIGITS = re.compile(r"[0-9]+\Z")  # ASCII only: str.isdigit() also takes full-width and Arabic-Indic digits
+# ASCII only: str.isdigit() also takes full-width and Arabic-Indic digits
+_DIGITS: Final = re.compile(r"[0-9]+\Z")
 
 
 def count(value: Any) -> int:
@@ -36,8 +37,8 @@ def _text_count(value: str) -> int:
 # Every container's limits and requests are counted three times over (its facts, its unreadable counts,
 # its NICs), and a cluster writes few distinct quantities: each text is read once. Only short texts are
 # kept (a quantity is at most 19 digits and a suffix), so a webhook sent long ones keeps its memory.
-_KNOWN_LENGTH = 32
-_known_count = functools.lru_cache(maxsize=1024)(_text_count)
+_KNOWN_LENGTH: Final = 32
+_known_count: Final = functools.lru_cache(maxsize=1024)(_text_count)
 
 
 def is_zero(value: Any) -> bool:

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeGuard
+from typing import Any, Final, TypeGuard
 
 from kubegap.fieldpath import FieldPath
 
-_EMPTY: dict[Any, Any] = {}  # what `mapping` gives for a value that is none: never changed, only read
+_EMPTY: Final[dict[Any, Any]] = {}  # what `mapping` gives for a value that is none: never changed, only read
 
 
 # What parsers give besides dicts: none of them is a mapping, which exact tests tell far faster than the
 # abstract one (a missing field, None, is the commonest value asked about)
-_PLAIN = frozenset({type(None), str, list, int, float, bool})
+_PLAIN: Final = frozenset({type(None), str, list, int, float, bool})
 
 
 def is_mapping(value: Any) -> TypeGuard[Mapping[Any, Any]]:

@@ -19,13 +19,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import fields
 from operator import attrgetter
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 _T = TypeVar("_T")
 
 
 _Fields = tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]
-_FIELDS: dict[type, _Fields] = {}
+_FIELDS: Final[dict[type, _Fields]] = {}
 
 
 def fields_of(cls: type) -> _Fields:
@@ -74,4 +74,4 @@ def changed(obj: _T, **changes: Any) -> _T:
     return cls(*new)
 
 
-_INDEXES: dict[type, dict[str, int]] = {}
+_INDEXES: Final[dict[type, dict[str, int]]] = {}

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from kubegap import raw
 from kubegap.fieldpath import FieldPath
@@ -209,7 +209,7 @@ def leader_worker_set(obj: Mapping[str, Any]) -> tuple[PodTemplate, ...]:
     return tuple(templates)
 
 
-_TRAINER_FIELDS = (
+_TRAINER_FIELDS: Final = (
     ("image", "image"),
     ("command", "command"),
     ("args", "args"),
@@ -240,7 +240,7 @@ def spec_template(role: str, replicas_path: FieldPath | None) -> Extract:
 
 
 # Kubeflow kind -> the map of its replica specs (training-operator v1 types; MPIJob also mpi-operator v2beta1)
-KUBEFLOW_REPLICA_SPECS: Mapping[str, str] = {
+KUBEFLOW_REPLICA_SPECS: Final[Mapping[str, str]] = {
     "PyTorchJob": "pytorchReplicaSpecs",
     "TFJob": "tfReplicaSpecs",
     "XGBoostJob": "xgbReplicaSpecs",

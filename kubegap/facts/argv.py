@@ -12,17 +12,18 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Final
 
 from kubegap import raw
 from kubegap.facts import shell
 from kubegap.fieldpath import FieldPath
 
-_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
-_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)\Z", re.S)
-_OVERRIDE = re.compile(r"[+~]{0,2}([A-Za-z_][\w.\-/]*)=(.*)\Z", re.S)
-_SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", ";;", "\n"})
-_MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "orterun", "prterun"})
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_SHELLS: Final = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
+_ASSIGNMENT: Final = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)\Z", re.S)
+_OVERRIDE: Final = re.compile(r"[+~]{0,2}([A-Za-z_][\w.\-/]*)=(.*)\Z", re.S)
+_SEPARATORS: Final = frozenset({";", "&&", "||", "|", "&", "(", ")", ";;", "\n"})
+_MPI_LAUNCHERS: Final = frozenset({"mpirun", "mpiexec", "orterun", "prterun"})
+_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 @dataclass(slots=True, unsafe_hash=True, init=False)
@@ -128,7 +129,7 @@ def tokenize(container: Mapping[str, object]) -> CommandLine:
 # tokenises each distinct command once. Bounded in entries, and in each entry's text (4,096 characters:
 # the scripts a webhook is sent may be megabytes long), so memory stays flat; a CommandLine is immutable
 # to its readers (its flag index is a read-only view, its tokens records), so sharing one is safe.
-_KEPT_TEXT = 4096
+_KEPT_TEXT: Final = 4096
 
 
 @functools.lru_cache(maxsize=2048)
@@ -207,8 +208,8 @@ def _script_assignments(words: list[str], path: FieldPath, first: int) -> list[A
 
 
 # mpirun options that take two arguments; every other option takes one unless it is a known switch.
-_MPI_TWO_ARGS = frozenset({"--mca", "-mca", "--gmca", "-gmca"})
-_MPI_SWITCHES = frozenset(
+_MPI_TWO_ARGS: Final = frozenset({"--mca", "-mca", "--gmca", "-gmca"})
+_MPI_SWITCHES: Final = frozenset(
     {
         "--allow-run-as-root",
         "--oversubscribe",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 from kubegap import durations, raw
 from kubegap.facts import argv, env, mpi, persistence, rails, readings, recorder, torchrun, transport
@@ -13,8 +13,8 @@ from kubegap.fieldpath import FieldPath, render
 from kubegap.quantities import count, is_zero
 from kubegap.workloads import Container, PodTemplate
 
-_HIDDEN_FORWARD = "mpirun -x {} (launcher value not visible)"
-_PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
+_HIDDEN_FORWARD: Final = "mpirun -x {} (launcher value not visible)"
+_PROBE_HANDLERS: Final = ("exec", "httpGet", "tcpSocket", "grpc")
 
 
 def resource_counts(container: Mapping[str, Any]) -> dict[str, int]:

@@ -14,13 +14,13 @@ site/static/examples/failure-policy/host-maintenance-event-model.yaml.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from kubegap import raw
 from kubegap.fieldpath import FieldPath, render
 
-DISRUPTION = "DisruptionTarget"
-IGNORING = frozenset({"RestartJobSetAndIgnoreMaxRestarts", "RestartJobAndIgnoreMaxRestarts"})
+DISRUPTION: Final = "DisruptionTarget"
+IGNORING: Final = frozenset({"RestartJobSetAndIgnoreMaxRestarts", "RestartJobAndIgnoreMaxRestarts"})
 
 
 def _on_disruption(rule: Mapping[str, Any]) -> bool:

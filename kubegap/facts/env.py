@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from kubegap import raw
 from kubegap.facts.argv import Assignment
@@ -43,7 +43,7 @@ class Environment:
         return var.value if var else None
 
 
-SOURCED = "script sources"
+SOURCED: Final = "script sources"
 # Where a source's entries go: the variables by name (a later one of a name replaces it), and the
 # descriptions of what cannot be seen, in order.
 _Found = tuple[dict[str, Variable], list[str]]

@@ -12,14 +12,14 @@ import datetime
 import re
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from kubegap import raw
 
 # IBM Autopilot writes its level-3 DCGM result as `PASS_2024-10-10_19.12.03UTC` or
 # `ERR_2024-10-10_19.12.03UTC_<failed tests>` (IBM/autopilot autopilot-daemon/gpu-dcgm/entrypoint.py,
 # strftime "%Y-%m-%d_%H.%M.%SUTC"; HEALTH_CHECKS.md "Deep Diagnostics and Node Labeling").
-_STAMPED = re.compile(r"^([A-Z]+)_(\d{4}-\d{2}-\d{2}_\d{2}\.\d{2}\.\d{2})UTC(?:_|$)")
+_STAMPED: Final = re.compile(r"^([A-Z]+)_(\d{4}-\d{2}-\d{2}_\d{2}\.\d{2}\.\d{2})UTC(?:_|$)")
 
 
 def health_facts(metadata: Mapping[str, Any], now: float | None = None) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from kubegap import raw
 from kubegap.fieldpath import FieldPath, render
@@ -13,10 +13,10 @@ from kubegap.fieldpath import FieldPath, render
 # A replica's restartPolicy when unset: the training operator's *JobDefaultRestartPolicy constants
 # (pkg/apis/kubeflow.org/v1/*_types.go): PyTorchJob OnFailure; TFJob, JAXJob and MPIJob Never. XGBoostJob
 # and PaddleJob are not verified and count as Never, which never hides a missing restart.
-_DEFAULT_RESTART_POLICY = {"PyTorchJob": "OnFailure"}
+_DEFAULT_RESTART_POLICY: Final = {"PyTorchJob": "OnFailure"}
 # restart policies under which the training operator restarts a failed replica's pods (ExitCode: for
 # retryable exit codes); core.PastBackoffLimit counts their restarts only when backoffLimit is set
-RESTARTING = frozenset({"OnFailure", "Always", "ExitCode"})
+RESTARTING: Final = frozenset({"OnFailure", "Always", "ExitCode"})
 
 
 @dataclass(slots=True, unsafe_hash=True, init=False)
@@ -82,8 +82,8 @@ def positive(*fields: FieldPath, unset_ok: bool = False) -> RestartReader:
     return RestartReader(read, f"{named} above 0" + (", or unset" if unset_ok else ""))
 
 
-_BACKOFF = ("spec", "runPolicy", "backoffLimit")
-_MAX_RESTARTS = ("spec", "elasticPolicy", "maxRestarts")
+_BACKOFF: Final = ("spec", "runPolicy", "backoffLimit")
+_MAX_RESTARTS: Final = ("spec", "elasticPolicy", "maxRestarts")
 
 
 def kubeflow(kind: str, replica_specs: str) -> RestartReader:

@@ -9,21 +9,21 @@ from __future__ import annotations
 import functools
 import posixpath
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from kubegap import raw
 from kubegap.fieldpath import FieldPath, render
 
 # Volume kinds that do not outlive the pod, and read-only projections nothing can be written to.
-POD_LIFETIME = frozenset({"emptyDir", "ephemeral"})
-READ_ONLY = frozenset({"configMap", "secret", "downwardAPI", "projected"})
+POD_LIFETIME: Final = frozenset({"emptyDir", "ephemeral"})
+READ_ONLY: Final = frozenset({"configMap", "secret", "downwardAPI", "projected"})
 
 
 # posixpath's functions are interpreted Python (1.4% of a typical object's time, measured), and a fleet's
 # containers name the same few paths: remembered, up to a length only a hostile manifest passes.
-_NORMAL = functools.lru_cache(maxsize=1024)(posixpath.normpath)
-_PARENT = functools.lru_cache(maxsize=1024)(posixpath.dirname)
-_KEPT = 256
+_NORMAL: Final = functools.lru_cache(maxsize=1024)(posixpath.normpath)
+_PARENT: Final = functools.lru_cache(maxsize=1024)(posixpath.dirname)
+_KEPT: Final = 256
 
 
 def normal(path: str) -> str:

@@ -21,17 +21,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from kubegap import integers
 from kubegap.facts.container import unreadable_quantities
 from kubegap.workloads import Container
 
-MULTUS = "k8s.v1.cni.cncf.io/networks"
-GKE = "networking.gke.io/interfaces"
-GKE_DEFAULT = "networking.gke.io/default-interface"
-_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")  # DNS-1123 label, as Multus checks names
-_PLACEHOLDER = re.compile(r"\$\{|\$\(|\{\{")  # ${VAR}, $(VAR), {{ .Values }}: filled in later
+MULTUS: Final = "k8s.v1.cni.cncf.io/networks"
+GKE: Final = "networking.gke.io/interfaces"
+GKE_DEFAULT: Final = "networking.gke.io/default-interface"
+_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")  # DNS-1123 label, as Multus checks names
+_PLACEHOLDER: Final = re.compile(r"\$\{|\$\(|\{\{")  # ${VAR}, $(VAR), {{ .Values }}: filled in later
 
 
 def resource_counts(

@@ -4,7 +4,7 @@ whether the scheduler may still place pods there (RULES.md §2)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from kubegap import raw
 from kubegap.facts.health import health_facts
@@ -12,7 +12,7 @@ from kubegap.facts.knobs import Catalogue
 from kubegap.facts.model import ObjectFacts, Unit
 from kubegap.quantities import count
 
-_KEEP_OFF = ("NoSchedule", "NoExecute")  # a tuple: a malformed effect may be an unhashable list
+_KEEP_OFF: Final = ("NoSchedule", "NoExecute")  # a tuple: a malformed effect may be an unhashable list
 
 
 def node_facts(obj: Mapping[str, Any], catalogue: Catalogue) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from kubegap.facts import argv, mounts, readings
 from kubegap.facts.env import Environment
@@ -21,22 +21,22 @@ from kubegap.facts.model import Scratch
 from kubegap.fieldpath import FieldPath, render
 from kubegap.workloads import Container, PodTemplate
 
-_OFF = frozenset({"false", "0", "no", "none", "off", "disabled"})
-_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://")
+_OFF: Final = frozenset({"false", "0", "no", "none", "off", "disabled"})
+_URL: Final = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://")
 # Volume sources whose data outlives the pod and the node (core/v1 Volume): claims, network and cloud disks.
 # Inline CSI volumes count too: the drivers used for checkpoints mount remote storage (GCS FUSE, S3).
-_KEPT = frozenset((
+_KEPT: Final = frozenset((
     "persistentVolumeClaim", "csi", "nfs", "iscsi", "fc", "cephfs", "rbd", "glusterfs", "azureFile",
     "azureDisk", "awsElasticBlockStore", "gcePersistentDisk", "cinder", "portworxVolume", "vsphereVolume",
     "flexVolume", "flocker", "quobyte", "scaleIO", "storageos", "photonPersistentDisk",
 ))  # fmt: skip
-_LOST = {
+_LOST: Final = {
     "emptyDir": "emptyDir volume {} (deleted with the pod)",
     "hostPath": "hostPath volume {} (left on the node when the pod moves)",
     # kubernetes.io/docs/concepts/storage/ephemeral-volumes: the PVC is owned by the pod, deleted with it
     "ephemeral": "generic ephemeral volume {} (its PVC is deleted with the pod)",
 }
-_RANK = {"lost": 0, "unresolved": 1, "persistent": 2, "object-store": 2}  # least safe first
+_RANK: Final = {"lost": 0, "unresolved": 1, "persistent": 2, "object-store": 2}  # least safe first
 
 
 def _first(

@@ -8,12 +8,12 @@ lines; the label or annotation `kubegap.dev/workload` says it outright.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from kubegap import raw
 from kubegap.facts import argv
 
-LABEL = "kubegap.dev/workload"
+LABEL: Final = "kubegap.dev/workload"
 TRAINING, BENCHMARK, DIAGNOSTIC, INTERACTIVE, INFERENCE = (
     "training",
     "benchmark",
@@ -21,11 +21,11 @@ TRAINING, BENCHMARK, DIAGNOSTIC, INTERACTIVE, INFERENCE = (
     "interactive",
     "inference",
 )
-DECLARED = frozenset({TRAINING, BENCHMARK, DIAGNOSTIC, INTERACTIVE, INFERENCE})
+DECLARED: Final = frozenset({TRAINING, BENCHMARK, DIAGNOSTIC, INTERACTIVE, INFERENCE})
 
 # NVIDIA/nccl-tests and ROCm/rccl-tests build one `<collective>_perf` binary per collective; perftest's
 # ib_* tools; NVIDIA/nvbandwidth; OSU micro-benchmarks are all `osu_*`.
-_BENCHMARKS = frozenset(
+_BENCHMARKS: Final = frozenset(
     {
         *(
             f"{name}_perf"
@@ -46,19 +46,19 @@ _BENCHMARKS = frozenset(
         "nvbandwidth",
     }
 )
-_BENCHMARK_PREFIXES = ("osu_",)
+_BENCHMARK_PREFIXES: Final = ("osu_",)
 # GPU burn-in tools (wilicc/gpu-burn) and DCGM diagnostics (`dcgmi diag -r 3`)
-_BURN_IN = frozenset({"gpu_burn", "gpu-burn", "gpuburn"})
+_BURN_IN: Final = frozenset({"gpu_burn", "gpu-burn", "gpuburn"})
 # an idle pod someone execs into: the whole command keeps the container alive and does nothing else
-_KEEPALIVE = frozenset({("sleep", "infinity"), ("sleep", "inf"), ("tail", "-f", "/dev/null")})
-_WRAPPERS = frozenset({"exec", "-c", "-lc", "-ec", "-xc", "-ex", "-e", "-x", "set"})
+_KEEPALIVE: Final = frozenset({("sleep", "infinity"), ("sleep", "inf"), ("tail", "-f", "/dev/null")})
+_WRAPPERS: Final = frozenset({"exec", "-c", "-lc", "-ec", "-xc", "-ex", "-e", "-x", "set"})
 
 
 def _words(cmd: argv.CommandLine) -> list[str]:
     return [argv.program(t.text) for t in cmd.tokens]
 
 
-_NEUTRAL = frozenset({"sshd"})  # an MPI worker waits for its launcher: its own command says nothing
+_NEUTRAL: Final = frozenset({"sshd"})  # an MPI worker waits for its launcher: its own command says nothing
 
 
 def of_container(cmd: argv.CommandLine, recognised: bool) -> str | None:

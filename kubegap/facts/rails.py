@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
+from typing import Any, Final
 
 from kubegap.facts.env import Environment
 from kubegap.fieldpath import render
 
-_NUMBERED = re.compile(r".*[_-]\d+\Z")  # mlx5_3, bnxt_re-2; not the family mlx5
+_NUMBERED: Final = re.compile(r".*[_-]\d+\Z")  # mlx5_3, bnxt_re-2; not the family mlx5
 
 
 def ib_hca(environment: Environment) -> dict[str, Any] | None:

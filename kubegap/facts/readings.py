@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from kubegap import durations, raw
 from kubegap.facts import argv
@@ -14,7 +14,7 @@ from kubegap.facts.env import SOURCED, Environment
 from kubegap.facts.knobs import Catalogue, Framework, Knob
 from kubegap.fieldpath import FieldPath
 
-_VAR_REF = re.compile(
+_VAR_REF: Final = re.compile(
     r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\(([A-Za-z_][A-Za-z0-9_]*)\)|([A-Za-z_][A-Za-z0-9_]*))\Z"
 )
 

@@ -13,16 +13,16 @@ TORCH_NCCL_DEBUG_INFO_TEMP_FILE (newer releases also TORCH_FR_DUMP_TEMP_FILE), d
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from kubegap.facts import mounts
 from kubegap.fieldpath import FieldPath
 
-BUFFER = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")  # the newer name wins
-DUMP = ("TORCH_NCCL_DUMP_ON_TIMEOUT",)
-FILE = ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
-BLOCKING = ("TORCH_NCCL_BLOCKING_WAIT", "NCCL_BLOCKING_WAIT")
-DEFAULT_FILE = "/tmp/nccl_trace_rank_"
+BUFFER: Final = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")  # the newer name wins
+DUMP: Final = ("TORCH_NCCL_DUMP_ON_TIMEOUT",)
+FILE: Final = ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
+BLOCKING: Final = ("TORCH_NCCL_BLOCKING_WAIT", "NCCL_BLOCKING_WAIT")
+DEFAULT_FILE: Final = "/tmp/nccl_trace_rank_"
 _ON, _OFF = frozenset({"1", "true"}), frozenset({"0", "false"})
 
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from kubegap import raw
 from kubegap.facts import nics, tolerations
 from kubegap.fieldpath import render
 from kubegap.workloads import PodTemplate
 
-_FABRIC_DEVICES = "/dev/infiniband"  # the RDMA character devices (uverbs, rdma_cm) of the host
+_FABRIC_DEVICES: Final = "/dev/infiniband"  # the RDMA character devices (uverbs, rdma_cm) of the host
 
 
 def _fabric_devices(template: PodTemplate) -> bool:

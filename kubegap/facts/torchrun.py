@@ -11,16 +11,16 @@ PET_MAX_RESTARTS, PET_RDZV_BACKEND (default c10d), PET_RDZV_CONF and PET_NNODES.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from kubegap import durations, raw
 from kubegap.facts.argv import CommandLine, program
 from kubegap.fieldpath import FieldPath, render
 
-LAUNCHERS = frozenset({"torchrun", "torch.distributed.run", "torch.distributed.launch"})
-DYNAMIC = frozenset({"c10d", "etcd", "etcd-v2"})  # re-rendezvous after a restart; "static" does not
-JOIN_TIMEOUT = 600.0  # dynamic_rendezvous.py RendezvousTimeout._DEFAULT_TIMEOUTS["join"]
-_FLAGS = {
+LAUNCHERS: Final = frozenset({"torchrun", "torch.distributed.run", "torch.distributed.launch"})
+DYNAMIC: Final = frozenset({"c10d", "etcd", "etcd-v2"})  # re-rendezvous after a restart; "static" does not
+JOIN_TIMEOUT: Final = 600.0  # dynamic_rendezvous.py RendezvousTimeout._DEFAULT_TIMEOUTS["join"]
+_FLAGS: Final = {
     "maxRestarts": (frozenset({"--max-restarts", "--max_restarts"}), "PET_MAX_RESTARTS"),
     "backend": (frozenset({"--rdzv-backend", "--rdzv_backend"}), "PET_RDZV_BACKEND"),
     "conf": (frozenset({"--rdzv-conf", "--rdzv_conf"}), "PET_RDZV_CONF"),

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from kubegap import durations
 
-TIMEOUT = "NCCL_IB_TIMEOUT"
-RETRY_COUNT = "NCCL_IB_RETRY_CNT"
-DEFAULT_RETRY_COUNT = 7
-_TICK_SECONDS = 4.096e-6
-_WHOLE = re.compile(r"^\s*[0-9]{1,9}\s*$")  # longer strings of digits are not a 5-bit field either
+TIMEOUT: Final = "NCCL_IB_TIMEOUT"
+RETRY_COUNT: Final = "NCCL_IB_RETRY_CNT"
+DEFAULT_RETRY_COUNT: Final = 7
+_TICK_SECONDS: Final = 4.096e-6
+_WHOLE: Final = re.compile(r"^\s*[0-9]{1,9}\s*$")  # longer strings of digits are not a 5-bit field either
 
 
 def _about(seconds: float) -> str:

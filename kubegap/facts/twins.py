@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from kubegap.fieldpath import FieldPath, render
 from kubegap.workloads import PodTemplate
 
 # A pod template is compared with at most this many earlier distinct ones: an object of many different
 # templates must not cost a comparison of every pair.
-MAX_DISTINCT = 8
+MAX_DISTINCT: Final = 8
 
 
 def _same(a: PodTemplate, b: PodTemplate) -> bool:
