@@ -16,8 +16,7 @@ _PLAIN: Final = re.compile(r"[A-Za-z_$][A-Za-z0-9_$-]*\Z")
 _TOKEN: Final = re.compile(r"\.?([A-Za-z_$][A-Za-z0-9_$-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]")
 
 
-@functools.lru_cache(maxsize=8192)  # the same paths recur across objects of one shape
-def render(path: FieldPath) -> str:
+def _render(path: FieldPath) -> str:
     out: list[str] = []
     for part in path:
         if isinstance(part, int):
@@ -28,6 +27,11 @@ def render(path: FieldPath) -> str:
             escaped = part.replace("\\", "\\\\").replace("'", "\\'")
             out.append(f"['{escaped}']")
     return "".join(out)
+
+
+# The same paths recur across objects of one shape: remembered. Final, and not a decorated function, which
+# compiled callers would look up in this module's names at every call (the facts render a path per value).
+render: Final = functools.lru_cache(maxsize=8192)(_render)
 
 
 _CACHED_CHARACTERS: Final = 512  # longer paths (an odd key) are parsed each time: the cache stays within 2 MB

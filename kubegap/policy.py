@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from kubegap import durations, globs, schema
 from kubegap.enginerules import POLICY_RULES
@@ -18,7 +18,7 @@ from kubegap.facts import reads
 from kubegap.findings import Severity
 
 # Rules the engine itself reports under a policy (RULES.md §1 and §3).
-EXEMPTION_PREFIX = "ignore.kubegap.dev/"
+EXEMPTION_PREFIX: Final = "ignore.kubegap.dev/"
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,13 +14,11 @@ from kubegap import raw
 from kubegap.facts import argv
 
 LABEL: Final = "kubegap.dev/workload"
-TRAINING, BENCHMARK, DIAGNOSTIC, INTERACTIVE, INFERENCE = (
-    "training",
-    "benchmark",
-    "diagnostic",
-    "interactive",
-    "inference",
-)
+TRAINING: Final = "training"
+BENCHMARK: Final = "benchmark"
+DIAGNOSTIC: Final = "diagnostic"
+INTERACTIVE: Final = "interactive"
+INFERENCE: Final = "inference"
 DECLARED: Final = frozenset({TRAINING, BENCHMARK, DIAGNOSTIC, INTERACTIVE, INFERENCE})
 
 # NVIDIA/nccl-tests and ROCm/rccl-tests build one `<collective>_perf` binary per collective; perftest's

@@ -62,7 +62,7 @@ def originals(templates: Sequence[PodTemplate]) -> list[int | None]:
 # A plan: a string's pieces around each place it names the path (the twin's path joins them), or
 # {key or index: plan} for the parts of a dict or list to copy
 _Plan = Any
-_UNPLANNED: _Plan = object()  # most twins' facts are never read (Deferred): nor is the plan made
+_UNPLANNED: Final[_Plan] = object()  # most twins' facts are never read (Deferred): nor is the plan made
 
 
 class Original:
