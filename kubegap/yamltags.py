@@ -15,7 +15,8 @@ TAG: Final = "tag:yaml.org,2002:"  # the prefix of YAML's own tags
 STR: Final = TAG + "str"
 SEQ: Final = TAG + "seq"
 MAP: Final = TAG + "map"
-_REMEMBERED, _REMEMBERED_LENGTH = 4096, 64  # resolved texts kept per loader class: at most 256K chars
+_REMEMBERED: Final = 4096  # resolved texts kept per loader class, each of at most _REMEMBERED_LENGTH
+_REMEMBERED_LENGTH: Final = 64  # characters: at most 256K characters kept
 
 
 class Resolve:

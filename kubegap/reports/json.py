@@ -35,7 +35,8 @@ _Around = tuple[tuple[Any, ...], tuple[Any, ...], str, str]  # fields before and
 # Final: compiled, a constant is read where a module's name is looked up each time
 _COPIES: Final[dict[int, tuple[Finding, str, _Around | None]]] = {}
 _COPIES_KEPT: Final = 1024
-_NAMES, _VALUES = fields_of(Finding)
+_NAMES: Final = fields_of(Finding)[0]
+_VALUES: Final = fields_of(Finding)[1]
 _AT: Final = _NAMES.index("object")
 # Before the object come only strings, and a `"` inside a string is escaped: the first of these is the key.
 _OBJECT_KEY: Final = '"object": '
